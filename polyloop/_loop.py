@@ -1,0 +1,520 @@
+"""run() and resume(): records, events, cancellation and the shielded appends.
+
+Every side effect is preceded by a durable intent record; every appended record is then
+emitted as an event. The stop decisions themselves live in :mod:`polyloop._stopping`.
+
+Cancellation can arrive at every ``await`` below: reading the log, each append, each emit, the
+model call and the action. Wherever it arrives, ``CancelledError`` is re-raised; before that, if
+the run was started and not yet finished, one ``RunFinished(cancelled)`` is appended. An append
+in flight is never cut in half: it runs as its own task and cancellation waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine
+from datetime import UTC, datetime
+from typing import Any
+
+from polyloop import _history, _stopping
+from polyloop._run_id import new_run_id, validate_run_id
+from polyloop.errors import ParametersChanged, RunAlreadyExists, RunNotFound, StoreCorrupted
+from polyloop.events import NullSink
+from polyloop.ports import ActionExecutor, DecisionParser, EventSink, ModelClient, RunStore
+from polyloop.stores import MemoryStore
+from polyloop.types import (
+    Action,
+    ActionIntent,
+    ActionOutcome,
+    ActionStatus,
+    AgentDefinition,
+    Event,
+    FinalAnswer,
+    InvalidDecision,
+    Message,
+    ModelCallIntent,
+    ModelReplied,
+    ModelReply,
+    Record,
+    RunFinished,
+    RunLog,
+    RunResult,
+    RunStarted,
+    StepCompleted,
+    StepRecord,
+    StopReason,
+    canonical_json,
+    parameters_hash,
+)
+
+
+def utc_timestamp() -> str:
+    """UTC ISO-8601 with milliseconds and ``Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+async def _wait_out(task: asyncio.Future[None]) -> bool:
+    """Wait until ``task`` is done even if we are cancelled meanwhile.
+
+    Returns whether a cancellation arrived (or the task itself was cancelled); the caller
+    re-raises it once it has looked at the task's result. This is how an append is never cut in
+    half: it runs as its own task and a cancellation waits for it instead of interrupting it.
+    """
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+        except BaseException:  # the task failed; the caller reads task.exception()
+            break
+    return cancelled or task.cancelled()
+
+
+def _succeeded(task: asyncio.Future[None]) -> bool:
+    return not task.cancelled() and task.exception() is None
+
+
+def _ms_since(start: float) -> int:
+    return int((time.monotonic() - start) * 1000)
+
+
+class _Driver:
+    """One call of run() or resume(): the run's state plus the seams."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        agent: AgentDefinition,
+        goal: str,
+        model: ModelClient,
+        parser: DecisionParser,
+        executor: ActionExecutor,
+        store: RunStore,
+        events: EventSink,
+    ) -> None:
+        self.run_id = run_id
+        self.agent = agent
+        self.model = model
+        self.parser = parser
+        self.executor = executor
+        self.store = store
+        self.events = events
+        self.sequence = 0  # the next record's index in the log
+        self.started = False
+        self.finished = False
+        self.steps: list[StepRecord] = []
+        self.history: list[Message] = _history.opening(agent, goal)
+        self.counters = _stopping.Counters()
+        self.final_answer: str | None = None
+        self.event_delivery_failures = 0
+
+    # ------------------------------------------------------------------ records and events
+
+    async def append(self, record: Record) -> None:
+        """Append durably (never cut in half by cancellation), then emit the event."""
+        sequence = self.sequence
+        task = asyncio.ensure_future(self.store.append(self.run_id, record, sequence=sequence))
+        cancelled = await _wait_out(task)
+        if _succeeded(task):
+            self._appended(record)
+        if cancelled:
+            raise asyncio.CancelledError
+        task.result()  # an exception from append propagates and nothing more is written
+        await self.emit(Event(run_id=self.run_id, sequence=sequence, record=record))
+
+    def _appended(self, record: Record) -> None:
+        self.sequence += 1
+        if isinstance(record, RunStarted):
+            self.started = True
+        if isinstance(record, RunFinished):
+            self.finished = True
+
+    async def emit(self, event: Event) -> None:
+        try:
+            await self.events.emit(event)
+        except Exception:  # a delivery failure never interrupts the run; CancelledError passes
+            self.event_delivery_failures += 1
+
+    async def finish_cancelled(self) -> None:
+        """The cancellation path: one RunFinished(cancelled) if the run is started, unfinished."""
+        if not self.started or self.finished:
+            return
+        record = RunFinished(
+            stop_reason=StopReason.CANCELLED,
+            final_answer=None,
+            executed_actions=self.counters.executed_actions,
+            finished_at=utc_timestamp(),
+        )
+        sequence = self.sequence
+        task = asyncio.ensure_future(self.store.append(self.run_id, record, sequence=sequence))
+        await _wait_out(task)  # further cancellations are absorbed: we re-raise one anyway
+        if not _succeeded(task):  # the CancelledError being handled is what must propagate
+            return
+        self._appended(record)
+        try:
+            await self.events.emit(Event(run_id=self.run_id, sequence=sequence, record=record))
+        except BaseException:  # best effort only
+            self.event_delivery_failures += 1
+
+    # ------------------------------------------------------------------ the iteration
+
+    async def iterate(self) -> RunResult:
+        """A–H until a stop. Each stop is decided in :mod:`polyloop._stopping`."""
+        budget = self.agent.budget
+        while True:
+            stop = _stopping.admit(budget, self.counters)  # A
+            if stop is not None:
+                return await self.finish(stop)
+            messages = list(self.history)
+            prompt_chars = _history.prompt_chars(messages)
+            stop = _stopping.fits(budget, prompt_chars)  # B
+            if stop is not None:
+                return await self.finish(stop)
+            stop = await self.call_model(messages, prompt_chars)  # C, then D–G
+            if stop is not None:
+                return await self.finish(stop)
+
+    async def call_model(self, messages: list[Message], prompt_chars: int) -> StopReason | None:
+        """C — intent, model call; a failure is recorded as a step and stops ``llm_error``."""
+        step_index = len(self.steps)
+        started = time.monotonic()
+        await self.append(ModelCallIntent(step_index=step_index, prompt_chars=prompt_chars))
+        try:
+            reply = await self.model.complete(messages)
+        except Exception as exc:  # CancelledError is not an Exception: it propagates
+            step = StepRecord(
+                step_index=step_index,
+                raw_output="",
+                response_chars=0,
+                reasoning_chars=0,
+                action=None,
+                parse_ok=False,
+                parse_error=None,
+                observation="",
+                observation_is_synthetic=False,
+                observation_truncated_chars=0,
+                prompt_chars=prompt_chars,
+                llm_call_id=None,
+                step_wall_ms=_ms_since(started),
+            )
+            return await self.record(step, model_error=f"{type(exc).__name__}: {exc}")
+        if not isinstance(reply, ModelReply):
+            raise TypeError(
+                f"ModelClient.complete must return a ModelReply, got {type(reply).__name__}"
+            )
+        await self.append(ModelReplied(step_index=step_index, reply=reply))
+        return await self.decide(reply, prompt_chars, started)
+
+    async def decide(
+        self, reply: ModelReply, prompt_chars: int, started: float
+    ) -> StopReason | None:
+        """D, E, F — parse, then record an invalid decision or a final answer, or act."""
+        decision = self.parser.parse(reply)
+        if isinstance(decision, InvalidDecision):
+            return await self.record(self._step(reply, prompt_chars, started, error=decision))
+        if isinstance(decision, FinalAnswer):
+            self.final_answer = decision.text
+            return await self.record(self._step(reply, prompt_chars, started))
+        if isinstance(decision, Action):
+            await self.append(ActionIntent(step_index=len(self.steps), action=decision))
+            return await self.act(reply, decision, prompt_chars, started)
+        raise TypeError(
+            "DecisionParser.parse must return Action, FinalAnswer or InvalidDecision, "
+            f"got {type(decision).__name__}"
+        )
+
+    async def act(
+        self, reply: ModelReply, action: Action, prompt_chars: int, started: float
+    ) -> StopReason | None:
+        """F — execute (the intent is already logged) and record the step unconditionally."""
+        outcome = await self.executor.execute(action)
+        if not isinstance(outcome, ActionOutcome) or not isinstance(outcome.status, ActionStatus):
+            raise TypeError(
+                "ActionExecutor.execute must return an ActionOutcome with an ActionStatus, "
+                f"got {type(outcome).__name__}"
+            )
+        synthetic = self.agent.synthetic_observations
+        replaced = {
+            ActionStatus.NOT_EXECUTED: synthetic.not_executed,
+            ActionStatus.ENV_ERROR: synthetic.env_error,
+        }.get(outcome.status)
+        step = self._step(
+            reply, prompt_chars, started, action=action, outcome=outcome, synthetic=replaced
+        )
+        # The executor's own text is kept for audit only when the library replaced it.
+        return await self.record(
+            step, executor_observation=outcome.observation if replaced is not None else None
+        )
+
+    def _step(
+        self,
+        reply: ModelReply,
+        prompt_chars: int,
+        started: float,
+        *,
+        error: InvalidDecision | None = None,
+        action: Action | None = None,
+        outcome: ActionOutcome | None = None,
+        synthetic: str | None = None,
+    ) -> StepRecord:
+        """The step record of a parsed reply (the table in SPEC §2, one path per argument)."""
+        observation, is_synthetic, truncated = "", False, 0
+        if outcome is not None:
+            if synthetic is not None:
+                observation, is_synthetic = synthetic, True
+            else:
+                observation = outcome.observation
+                is_synthetic = outcome.observation_is_synthetic
+                truncated = outcome.observation_truncated_chars
+        return StepRecord(
+            step_index=len(self.steps),
+            raw_output=reply.text,
+            response_chars=len(reply.text),
+            reasoning_chars=len(reply.reasoning),
+            action=action.text if action is not None else None,
+            parse_ok=error is None,
+            parse_error=error.feedback if error is not None else None,
+            observation=observation,
+            observation_is_synthetic=is_synthetic,
+            observation_truncated_chars=truncated,
+            prompt_chars=prompt_chars,
+            llm_call_id=reply.call_id,
+            step_wall_ms=_ms_since(started),
+            tool_name=action.tool_name if action is not None else None,
+            tool_args_json=(
+                canonical_json(dict(action.tool_args))
+                if action is not None and action.tool_args is not None
+                else None
+            ),
+            action_status=outcome.status if outcome is not None else None,
+            env_reported_completion=bool(outcome.env_reported_completion) if outcome else False,
+        )
+
+    async def record(
+        self,
+        step: StepRecord,
+        *,
+        executor_observation: str | None = None,
+        model_error: str | None = None,
+    ) -> StopReason | None:
+        """Append the step, then let the stopping order settle it."""
+        completed = StepCompleted(
+            step=step, executor_observation=executor_observation, model_error=model_error
+        )
+        await self.append(completed)
+        return self.absorb(completed)
+
+    def absorb(self, completed: StepCompleted) -> StopReason | None:
+        """Fold a logged step into the state (live, or replaying a log on resume)."""
+        self.steps.append(completed.step)
+        self.history.extend(_history.step_messages(completed))
+        self.counters, stop = _stopping.settle(
+            self.agent,
+            self.counters,
+            completed.step,
+            model_failed=completed.model_error is not None,
+        )
+        return stop
+
+    async def finish(self, stop: StopReason) -> RunResult:
+        final_answer = self.final_answer if stop is StopReason.AGENT_FINISHED else None
+        await self.append(
+            RunFinished(
+                stop_reason=stop,
+                final_answer=final_answer,
+                executed_actions=self.counters.executed_actions,
+                finished_at=utc_timestamp(),
+            )
+        )
+        return self.result(stop, final_answer)
+
+    def result(self, stop: StopReason, final_answer: str | None) -> RunResult:
+        return RunResult(
+            run_id=self.run_id,
+            stop_reason=stop,
+            steps=tuple(self.steps),
+            final_answer=final_answer,
+            executed_actions=self.counters.executed_actions,
+            event_delivery_failures=self.event_delivery_failures,
+        )
+
+    async def guarded(self, body: Coroutine[Any, Any, RunResult]) -> RunResult:
+        """Run ``body``; on cancellation write the cancelled finish, then re-raise."""
+        try:
+            return await body
+        except asyncio.CancelledError:
+            await self.finish_cancelled()
+            raise
+
+
+def _check_goal(goal: object) -> str:
+    if not isinstance(goal, str):
+        raise TypeError(f"goal must be a str, got {type(goal).__name__}")
+    return goal
+
+
+async def run(
+    agent: AgentDefinition,
+    goal: str,
+    *,
+    model: ModelClient,
+    parser: DecisionParser,
+    executor: ActionExecutor,
+    store: RunStore | None = None,
+    events: EventSink | None = None,
+    run_id: str | None = None,
+) -> RunResult:
+    """Start a new run and drive it to a stop.
+
+    ``store=None`` uses a fresh in-memory store; ``run_id=None`` makes ``uuid4().hex``. A run id
+    that already has a log raises ``RunAlreadyExists`` before any other seam is called.
+    ``CancelledError`` is re-raised (after the log got ``RunFinished(cancelled)``), so
+    ``cancelled`` never appears on a returned result. Exceptions from the executor or parser
+    propagate untouched.
+    """
+    run_id = new_run_id() if run_id is None else validate_run_id(run_id)
+    goal = _check_goal(goal)
+    if not isinstance(agent, AgentDefinition):
+        raise TypeError(f"agent must be an AgentDefinition, got {type(agent).__name__}")
+    store = MemoryStore() if store is None else store
+    existing = await store.read_log(run_id)
+    if existing.records:
+        raise RunAlreadyExists(f"run {run_id!r} already has a log ({len(existing)} records)")
+    driver = _Driver(
+        run_id=run_id,
+        agent=agent,
+        goal=goal,
+        model=model,
+        parser=parser,
+        executor=executor,
+        store=store,
+        events=NullSink() if events is None else events,
+    )
+    parameters = agent.parameters()
+    started = RunStarted(
+        run_id=run_id,
+        goal=goal,
+        parameters=parameters,
+        parameters_hash=parameters_hash(parameters),
+        started_at=utc_timestamp(),
+    )
+
+    async def body() -> RunResult:
+        await driver.append(started)
+        return await driver.iterate()
+
+    return await driver.guarded(body())
+
+
+def _rebuilt(run_id: str, log: RunLog, finished: RunFinished) -> RunResult:
+    return RunResult(
+        run_id=run_id,
+        stop_reason=finished.stop_reason,
+        steps=tuple(c.step for c in log.steps),
+        final_answer=finished.final_answer,
+        executed_actions=finished.executed_actions,
+        event_delivery_failures=0,
+    )
+
+
+async def resume(
+    run_id: str,
+    agent: AgentDefinition,
+    *,
+    model: ModelClient,
+    parser: DecisionParser,
+    executor: ActionExecutor,
+    store: RunStore,
+    events: EventSink | None = None,
+) -> RunResult:
+    """Continue an interrupted run from its log, or rebuild the result of a finished one.
+
+    Checked in order: unknown run → ``RunNotFound``; no ``RunStarted`` → ``StoreCorrupted``;
+    finished → the result rebuilt from the log (no seam called); a different
+    ``agent.parameters()`` hash → ``ParametersChanged``. Then it continues from the last record:
+    a model intent calls the model again; a logged reply is parsed again (no second model call);
+    an action intent is replayed only if allowed, else the run ends ``resume_state_unknown``; a
+    logged step is re-decided without calling any seam.
+    """
+    validate_run_id(run_id)
+    if not isinstance(agent, AgentDefinition):
+        raise TypeError(f"agent must be an AgentDefinition, got {type(agent).__name__}")
+    log = await store.read_log(run_id)
+    if not log.records:
+        raise RunNotFound(f"run {run_id!r} has no log in {store!r}")
+    started = log.started
+    if started is None:
+        raise StoreCorrupted(f"run {run_id!r}: the log does not start with RunStarted")
+    if log.finished is not None:
+        return _rebuilt(run_id, log, log.finished)
+    expected = parameters_hash(agent.parameters())
+    if expected != started.parameters_hash:
+        raise ParametersChanged(
+            f"run {run_id!r} was started with parameters {started.parameters_hash}, "
+            f"this agent has {expected}: what the model sees or when the run stops changed"
+        )
+    driver = _Driver(
+        run_id=run_id,
+        agent=agent,
+        goal=started.goal,
+        model=model,
+        parser=parser,
+        executor=executor,
+        store=store,
+        events=NullSink() if events is None else events,
+    )
+    driver.started = True
+    driver.sequence = len(log.records)
+    stop: StopReason | None = None
+    for position, completed in enumerate(log.steps):
+        if stop is not None:
+            raise StoreCorrupted(
+                f"run {run_id!r}: step {position - 1} stopped the run but more steps follow"
+            )
+        stop = driver.absorb(completed)
+
+    async def body() -> RunResult:
+        return await _continue(driver, log, stop)
+
+    return await driver.guarded(body())
+
+
+async def _continue(driver: _Driver, log: RunLog, stop: StopReason | None) -> RunResult:
+    """Pick up after the last logged record (SPEC §4, resume)."""
+    last = log.records[-1]
+    if isinstance(last, StepCompleted):
+        if stop is StopReason.AGENT_FINISHED:
+            driver.final_answer = _reparse_final_answer(driver, log)
+        if stop is not None:
+            return await driver.finish(stop)
+        return await driver.iterate()
+    if isinstance(last, RunStarted | ModelCallIntent):
+        return await driver.iterate()  # A and B pass again: same counters, same history
+    prompt_chars = _history.prompt_chars(driver.history)
+    reply = log.replies[-1].reply
+    if isinstance(last, ModelReplied):
+        stop = await driver.decide(reply, prompt_chars, time.monotonic())
+    elif isinstance(last, ActionIntent):
+        agent = driver.agent
+        action = last.action
+        allowed = (
+            agent.tools.replay_allowed(action.tool_name, agent.replay_interrupted_actions)
+            if agent.tools is not None
+            else agent.replay_interrupted_actions
+        )
+        if not allowed:
+            return await driver.finish(StopReason.RESUME_STATE_UNKNOWN)
+        await driver.append(ActionIntent(step_index=last.step_index, action=action))
+        stop = await driver.act(reply, action, prompt_chars, time.monotonic())
+    if stop is not None:
+        return await driver.finish(stop)
+    return await driver.iterate()
+
+
+def _reparse_final_answer(driver: _Driver, log: RunLog) -> str | None:
+    """A final answer's text is not in the step record: parse its logged reply again."""
+    decision = driver.parser.parse(log.replies[-1].reply)
+    return decision.text if isinstance(decision, FinalAnswer) else None

@@ -1,0 +1,32 @@
+"""Run id validation: one rule, checked before any I/O by the loop and by every store."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from polyloop.errors import InvalidRunId
+
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def validate_run_id(run_id: object) -> str:
+    """Return ``run_id`` unchanged if it is a valid run id, else raise :class:`InvalidRunId`.
+
+    A run id is 1 to 128 characters of ``[A-Za-z0-9._-]`` starting with a letter or digit, so it
+    is safe as a file name, a URL path segment and a SQL value (no ``/``, no ``..`` prefix, no NUL).
+    """
+    if not isinstance(run_id, str):
+        raise InvalidRunId(f"run id must be a str, got {type(run_id).__name__}")
+    if _RUN_ID.fullmatch(run_id) is None:
+        shown = run_id if len(run_id) <= 40 else run_id[:40] + "…"
+        raise InvalidRunId(
+            f"invalid run id {shown!r} ({len(run_id)} chars): a run id is 1-128 characters of "
+            "[A-Za-z0-9._-] starting with a letter or digit"
+        )
+    return run_id
+
+
+def new_run_id() -> str:
+    """A fresh run id (``uuid4().hex``)."""
+    return uuid.uuid4().hex

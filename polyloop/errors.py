@@ -1,0 +1,59 @@
+"""Every error polyloop raises on purpose is a :class:`PolyloopError`.
+
+Callers can catch the base class to tell "polyloop refused" apart from a bug in a seam
+implementation (which propagates untouched, with its own type).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "InvalidRunId",
+    "ParametersChanged",
+    "PolyloopError",
+    "RunAlreadyExists",
+    "RunAlreadyFinished",
+    "RunConflict",
+    "RunNotFound",
+    "SchemaVersionError",
+    "StoreCorrupted",
+]
+
+
+class PolyloopError(Exception):
+    """Base class of every error polyloop raises deliberately."""
+
+
+class RunAlreadyExists(PolyloopError):
+    """A ``RunStarted`` was appended (or ``run()`` was called) for a run id that has a log."""
+
+
+class RunNotFound(PolyloopError):
+    """``resume()`` was asked for a run id whose log is empty."""
+
+
+class RunAlreadyFinished(PolyloopError):
+    """A record was appended after the run's ``RunFinished``."""
+
+
+class RunConflict(PolyloopError):
+    """``append`` was given a ``sequence`` that is not the log's current length.
+
+    This is the fence between two processes driving the same run: the loser gets this error
+    and writes nothing, so a never-replay action cannot run twice.
+    """
+
+
+class ParametersChanged(PolyloopError):
+    """``resume()`` was given an agent whose ``parameters()`` hash differs from the log's."""
+
+
+class SchemaVersionError(PolyloopError):
+    """A record has an unknown ``kind`` or an unknown major ``schema_version``."""
+
+
+class StoreCorrupted(PolyloopError):
+    """The store's backing data is not a polyloop log (or is damaged); names the location."""
+
+
+class InvalidRunId(PolyloopError, ValueError):
+    """A run id does not match ``[A-Za-z0-9][A-Za-z0-9._-]{0,127}``; raised before any I/O."""

@@ -1,0 +1,116 @@
+"""The five seams: everything with a side effect goes through one of these Protocols.
+
+Seam names (the strings the plugin and the contract kit use): ``model_client``,
+``decision_parser``, ``action_executor``, ``event_sink``, ``run_store``.
+
+This module also re-exports the value types the Protocols take and return, so an implementer
+needs one import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from polyloop.errors import (
+    RunAlreadyExists,
+    RunAlreadyFinished,
+    RunConflict,
+)
+from polyloop.types import (
+    Action,
+    ActionOutcome,
+    ActionStatus,
+    Event,
+    FinalAnswer,
+    InvalidDecision,
+    Message,
+    ModelReply,
+    ParsedReply,
+    Record,
+    RunLog,
+)
+
+__all__ = [
+    "SEAM_NAMES",
+    "Action",
+    "ActionExecutor",
+    "ActionOutcome",
+    "ActionStatus",
+    "DecisionParser",
+    "Event",
+    "EventSink",
+    "FinalAnswer",
+    "InvalidDecision",
+    "Message",
+    "ModelClient",
+    "ModelReply",
+    "ParsedReply",
+    "Record",
+    "RunAlreadyExists",
+    "RunAlreadyFinished",
+    "RunConflict",
+    "RunLog",
+    "RunStore",
+]
+
+SEAM_NAMES: tuple[str, ...] = (
+    "model_client",
+    "decision_parser",
+    "action_executor",
+    "event_sink",
+    "run_store",
+)
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """Calls a model. An unrecoverable failure is an exception (the library records
+    ``llm_error``); retries are the client's business. ``call_id`` is never ``""``.
+    ``CancelledError`` must pass through. Must not mutate ``messages``."""
+
+    async def complete(self, messages: Sequence[Message]) -> ModelReply: ...
+
+
+@runtime_checkable
+class DecisionParser(Protocol):
+    """Turns a reply into one of three decisions. Pure, deterministic and total: it returns a
+    ``ParsedReply`` for *any* input (unparseable → ``InvalidDecision`` with feedback), because a
+    resume re-parses a logged reply. An exception it raises anyway is not caught."""
+
+    def parse(self, reply: ModelReply) -> ParsedReply: ...
+
+
+@runtime_checkable
+class ActionExecutor(Protocol):
+    """Executes one action. ``executed`` whatever the action's own result; ``not_executed`` if
+    it never entered execution; ``env_error`` if the environment is broken — a return value,
+    not an exception. ``CancelledError`` must pass through."""
+
+    async def execute(self, action: Action) -> ActionOutcome: ...
+
+
+@runtime_checkable
+class EventSink(Protocol):
+    """Receives one event per appended record. A delivery failure (exception) never interrupts
+    the run: the library counts it. ``CancelledError`` passes through."""
+
+    async def emit(self, event: Event) -> None: ...
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """The intent log.
+
+    ``append`` is atomic and durable when it returns. ``sequence`` is the index the record will
+    take: if the log's length differs, raise ``RunConflict`` and write nothing. A
+    ``RunStarted`` for a run with a log raises ``RunAlreadyExists``; any record after
+    ``RunFinished`` raises ``RunAlreadyFinished`` (precedence: exists, finished, conflict).
+    ``read_log`` of an unknown run returns ``RunLog.empty()``. Runs are isolated.
+    """
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None: ...
+
+    async def read_log(self, run_id: str) -> RunLog: ...
+
+    async def run_ids(self) -> list[str]: ...

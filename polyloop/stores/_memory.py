@@ -1,0 +1,55 @@
+"""MemoryStore: the reference store, and the default when ``run()`` gets ``store=None``."""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+
+from polyloop._run_id import validate_run_id
+from polyloop.stores._rules import check_append, check_record
+from polyloop.types import Record, RunFinished, RunLog
+
+
+class MemoryStore:
+    """An in-process store. Records are immutable, so they are kept as given (no copy).
+
+    Nothing loop-bound is created, so one store can be used from successive event loops.
+    """
+
+    def __init__(self) -> None:
+        self._logs: dict[str, list[Record]] = {}
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        check_record(run_id, record, sequence)
+        # No await between the check and the write: the event loop cannot interleave another
+        # append here, so the check-then-write is atomic without a lock.
+        log = self._logs.get(run_id, [])
+        finished = bool(log) and isinstance(log[-1], RunFinished)
+        check_append(run_id, record, sequence=sequence, length=len(log), finished=finished)
+        log.append(record)
+        self._logs[run_id] = log
+
+    async def read_log(self, run_id: str) -> RunLog:
+        validate_run_id(run_id)
+        await asyncio.sleep(0)  # a real suspension point, like every other store
+        return RunLog(tuple(self._logs.get(run_id, ())))
+
+    async def run_ids(self) -> list[str]:
+        return sorted(self._logs)
+
+    async def aclose(self) -> None:
+        """Nothing to release; present so every store is used the same way."""
+
+    async def __aenter__(self) -> MemoryStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(runs={len(self._logs)})"
