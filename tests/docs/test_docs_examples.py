@@ -1,0 +1,43 @@
+"""The code a reader copies from the README and the tutorial runs, and prints what the text says."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S)
+
+
+def run_blocks(blocks: list[str]) -> str:
+    namespace: dict[str, object] = {"__name__": "docs_example"}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for block in blocks:
+            exec(compile(block, "<docs>", "exec"), namespace)
+    return out.getvalue()
+
+
+def test_readme_run_example_prints_the_stop_reason_and_answer_it_claims() -> None:
+    blocks = [b for b in python_blocks(ROOT / "README.md") if "asyncio.run(polyloop.run" in b]
+    assert len(blocks) == 1
+    printed = run_blocks(blocks)
+    assert printed.strip() == "agent_finished done"
+
+
+def test_tutorial_runs_crashes_and_resumes_as_the_text_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    blocks = python_blocks(ROOT / "docs" / "tutorial" / "first-run.md")
+    assert len(blocks) == 4
+    printed = run_blocks(blocks).splitlines()
+    assert printed == ["agent_finished 5 4", "ActionIntent", "resume_state_unknown"]
+    assert (tmp_path / "tutorial.db").exists()
