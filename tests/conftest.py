@@ -1,0 +1,210 @@
+"""Session-wide fixtures: a throwaway PostgreSQL server for the ``postgres``-marked tests.
+
+``postgres_dsn`` (session scope) starts one server per pytest process — under pytest-xdist each
+worker has its own session, so each worker starts its own server in its own ``mkdtemp``
+directory on its own free loopback port. ``postgres_database_dsn`` (function scope) gives each
+test a fresh, uniquely named database on that server, so tests never see each other's runs.
+
+Why plain ``subprocess`` and not pytest-postgresql: its ``postgresql_proc`` runs ``initdb`` and
+``pg_ctl`` as the current user and has no way to run them as another one, and both programs
+refuse to run as root — which is what CI runs as. Here they run through
+``runuser -u postgres --`` when we are root, directly otherwise.
+
+Skip policy: outside CI, no PostgreSQL binaries → the tests skip, saying how to install them.
+In CI (``CI`` set) the Postgres tests must run, so missing binaries are a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_INSTALL_HINT = (
+    "PostgreSQL server binaries (initdb, pg_ctl) not found: install them with "
+    "`apt-get install -y postgresql` (Debian/Ubuntu; the binaries land in "
+    "/usr/lib/postgresql/<version>/bin), or put a directory holding initdb and pg_ctl on PATH"
+)
+_SUPERUSER = "postgres"
+# Server processes run as this OS user when the tests run as root (initdb/pg_ctl refuse root).
+_OS_USER = "postgres"
+_START_ATTEMPTS = 5
+
+
+def _postgres_bindir() -> Path | None:
+    """The directory holding ``initdb`` and ``pg_ctl``, or ``None``.
+
+    ``pg_config --bindir`` first (it can belong to libpq-dev without a server, hence the check),
+    then the Debian layout (newest version first), then PATH.
+    """
+    candidates: list[Path] = []
+    pg_config = shutil.which("pg_config")
+    if pg_config is not None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            out = subprocess.run(
+                [pg_config, "--bindir"], capture_output=True, text=True, check=True, timeout=30
+            ).stdout.strip()
+            if out:
+                candidates.append(Path(out))
+
+    def version(path: str) -> tuple[int, ...]:
+        name = Path(path).parent.name
+        return tuple(int(p) for p in name.split(".") if p.isdigit())
+
+    candidates += [
+        Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version, reverse=True)
+    ]
+    initdb = shutil.which("initdb")
+    if initdb is not None:
+        candidates.append(Path(initdb).parent)
+    for bindir in candidates:
+        if (bindir / "initdb").is_file() and (bindir / "pg_ctl").is_file():
+            return bindir
+    return None
+
+
+def _as_server_user() -> list[str]:
+    """Command prefix that runs a server program as an unprivileged user."""
+    if os.geteuid() != 0:
+        return []
+    try:
+        pwd.getpwnam(_OS_USER)
+    except KeyError:
+        pytest.fail(
+            f"running as root, and initdb/pg_ctl refuse root, but there is no {_OS_USER!r} OS "
+            "user to run them as (the Debian `postgresql` package creates it; or run pytest as "
+            "an unprivileged user)"
+        )
+    runuser = shutil.which("runuser")
+    if runuser is None:
+        pytest.fail(
+            "running as root but `runuser` (util-linux) is missing; it is needed to "
+            f"run initdb/pg_ctl as {_OS_USER!r}"
+        )
+    return [runuser, "-u", _OS_USER, "--"]
+
+
+def _free_loopback_port() -> int:
+    # The port is free now; another process may take it before the server binds it, which the
+    # start loop below handles by retrying with a new port.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _run(cmd: list[str], what: str, log: Path | None = None) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        server_log = ""
+        if log is not None and log.exists():
+            with contextlib.suppress(OSError):
+                server_log = "\nserver log:\n" + log.read_text(errors="replace")[-4000:]
+        raise RuntimeError(
+            f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n"
+            f"stdout: {proc.stdout}\nstderr: {proc.stderr}{server_log}"
+        )
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """DSN of a superuser connection to a throwaway PostgreSQL server (database ``postgres``).
+
+    The server listens on 127.0.0.1 only, trusts local connections, runs with ``fsync=off``
+    (its durability is not under test; the client-side fence and transactions are), and is
+    stopped (``pg_ctl stop -m immediate``) and deleted at the end of the session.
+    """
+    bindir = _postgres_bindir()
+    if bindir is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set, so the PostgreSQL tests must run, but: {_INSTALL_HINT}")
+        pytest.skip(_INSTALL_HINT)
+    prefix = _as_server_user()
+
+    base = Path(tempfile.mkdtemp(prefix="polyloop-pg-"))
+    data, log = base / "data", base / "server.log"
+    try:
+        base.chmod(0o700)
+        if prefix:
+            owner = pwd.getpwnam(_OS_USER)
+            os.chown(base, owner.pw_uid, owner.pw_gid)
+        _run(
+            [
+                *prefix,
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                _SUPERUSER,
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+            "initdb",
+        )
+        port = 0
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            port = _free_loopback_port()
+            options = (
+                f"-c listen_addresses=127.0.0.1 -p {port} -k {base} "
+                "-c fsync=off -c full_page_writes=off -c max_connections=200"
+            )
+            try:
+                _run(
+                    [
+                        *prefix,
+                        str(bindir / "pg_ctl"),
+                        "-D",
+                        str(data),
+                        "-l",
+                        str(log),
+                        "-w",
+                        "-t",
+                        "60",
+                        "-o",
+                        options,
+                        "start",
+                    ],
+                    "pg_ctl start",
+                    log,
+                )
+                break
+            except RuntimeError:
+                if attempt == _START_ATTEMPTS:
+                    raise
+        try:
+            yield f"postgresql://{_SUPERUSER}@127.0.0.1:{port}/postgres"
+        finally:
+            subprocess.run(
+                [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                capture_output=True,
+                timeout=120,
+                check=False,
+            )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_database_dsn(postgres_dsn: str) -> Iterator[str]:
+    """DSN of a new, empty database (uuid name) on the session's server; dropped afterwards."""
+    psycopg = pytest.importorskip("psycopg", reason="pip install 'polyloop[postgres]'")
+    name = f"polyloop_test_{uuid.uuid4().hex}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield postgres_dsn.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
