@@ -1,0 +1,101 @@
+"""OpenAIChatModel: any OpenAI-compatible chat-completions endpoint (extra ``polyloop[openai]``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from polyloop.types import Message, ModelReply
+
+_INSTALL_HINT = "OpenAIChatModel needs the openai client: pip install 'polyloop[openai]'"
+
+
+def _int_usage(usage: object) -> dict[str, int]:
+    """The integer counters of a usage object (nested details are flattened with a dot)."""
+    if usage is None:
+        return {}
+    raw = usage.model_dump() if hasattr(usage, "model_dump") else dict(vars(usage))
+    flat: dict[str, int] = {}
+    for key, value in raw.items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            flat[key] = value
+        elif isinstance(value, Mapping):
+            for sub, inner in value.items():
+                if isinstance(inner, int) and not isinstance(inner, bool):
+                    flat[f"{key}.{sub}"] = inner
+    return flat
+
+
+class OpenAIChatModel:
+    """Calls ``chat.completions.create`` on an OpenAI-compatible endpoint.
+
+    Retries are the client's business (``max_retries``); an error left after them is raised, and
+    the run records ``llm_error``. ``call_id`` is the response id (``None`` when the endpoint
+    sends none or an empty one — never ``""``). ``reasoning`` is taken from a
+    ``reasoning_content`` or ``reasoning`` field when the endpoint sends one. The client is
+    created lazily, per event loop, so one model object can serve successive ``asyncio.run``
+    calls. ``messages`` is never mutated.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_retries: int = 2,
+        timeout_s: float | None = 60.0,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError("OpenAIChatModel.model must be a non-empty str")
+        try:
+            import openai  # noqa: F401  (checked here so a missing extra fails at construction)
+        except ImportError:
+            raise ImportError(_INSTALL_HINT) from None
+        self.model = model
+        self.base_url = base_url
+        self.api_key = api_key
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        self.options = dict(options or {})
+        self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _client_for_this_loop(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            from openai import AsyncOpenAI
+
+            self._client = AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=self.api_key,
+                max_retries=self.max_retries,
+                timeout=self.timeout_s,
+            )
+            self._loop = loop
+        return self._client
+
+    async def complete(self, messages: Sequence[Message]) -> ModelReply:
+        client = self._client_for_this_loop()
+        response = await client.chat.completions.create(
+            model=self.model,
+            messages=[{"role": m.role, "content": m.content} for m in messages],
+            **self.options,
+        )
+        if not response.choices:
+            raise RuntimeError(f"{self.model}: the endpoint returned no choices")
+        message = response.choices[0].message
+        reasoning = getattr(message, "reasoning_content", None) or getattr(
+            message, "reasoning", None
+        )
+        return ModelReply(
+            text=message.content or "",
+            reasoning=reasoning if isinstance(reasoning, str) else "",
+            call_id=response.id or None,
+            usage=_int_usage(response.usage),
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel({self.model!r}, base_url={self.base_url!r})"

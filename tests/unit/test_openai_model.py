@@ -1,0 +1,149 @@
+"""OpenAIChatModel against a real HTTP endpoint on loopback (a tiny chat-completions server)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+import polyloop
+
+pytest.importorskip("openai", reason="needs the openai extra: pip install 'polyloop[openai]'")
+from polyloop.models import OpenAIChatModel
+
+
+@dataclass
+class FakeEndpoint:
+    """Answers POST /v1/chat/completions with queued (status, body) pairs; records requests."""
+
+    responses: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    base_url: str = ""
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = {
+            k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)
+        }
+        body = await reader.readexactly(int(headers.get("content-length", "0")))
+        self.requests.append({"path": lines[0].split()[1], "json": json.loads(body)})
+        status, payload = self.responses.pop(0)
+        data = json.dumps(payload).encode()
+        writer.write(
+            f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
+            + data
+        )
+        await writer.drain()
+        writer.close()
+
+
+@pytest_asyncio.fixture
+async def endpoint() -> AsyncIterator[FakeEndpoint]:
+    fake = FakeEndpoint()
+    server = await asyncio.start_server(fake.handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    fake.base_url = f"http://127.0.0.1:{port}/v1"
+    async with server:
+        yield fake
+
+
+def completion(text: str, *, id: str = "chatcmpl-1", **message: Any) -> dict[str, Any]:
+    return {
+        "id": id,
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": text, **message},
+            }
+        ],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    }
+
+
+@pytest.mark.asyncio
+async def test_reply_text_call_id_usage_and_reasoning_come_from_the_response(
+    endpoint: FakeEndpoint,
+) -> None:
+    endpoint.responses.append((200, completion("hello", reasoning_content="because")))
+    model = OpenAIChatModel("m", base_url=endpoint.base_url, api_key="k", max_retries=0)
+    messages = [
+        polyloop.Message(role="system", content="s"),
+        polyloop.Message(role="user", content="ü"),
+    ]
+
+    reply = await model.complete(messages)
+
+    assert reply == polyloop.ModelReply(
+        text="hello",
+        reasoning="because",
+        call_id="chatcmpl-1",
+        usage={"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    )
+    sent = endpoint.requests[0]
+    assert sent["path"] == "/v1/chat/completions"
+    assert sent["json"]["messages"] == [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "ü"},
+    ]
+    assert messages == [
+        polyloop.Message(role="system", content="s"),
+        polyloop.Message(role="user", content="ü"),
+    ]
+
+
+@pytest.mark.asyncio
+async def test_an_empty_response_id_becomes_none_never_the_empty_string(
+    endpoint: FakeEndpoint,
+) -> None:
+    endpoint.responses.append((200, completion("x", id="")))
+    model = OpenAIChatModel("m", base_url=endpoint.base_url, api_key="k", max_retries=0)
+
+    reply = await model.complete([polyloop.Message(role="user", content="q")])
+
+    assert reply.call_id is None
+
+
+@pytest.mark.asyncio
+async def test_a_server_error_surfaces_as_llm_error_in_a_run(endpoint: FakeEndpoint) -> None:
+    endpoint.responses.append((500, {"error": {"message": "boom", "type": "server_error"}}))
+    model = OpenAIChatModel("m", base_url=endpoint.base_url, api_key="k", max_retries=0)
+    agent = polyloop.AgentDefinition(
+        system_prompt="s",
+        budget=polyloop.Budget(
+            max_steps=3,
+            max_executed_actions=3,
+            max_consecutive_parse_failures=3,
+            max_prompt_chars=1000,
+        ),
+        synthetic_observations=polyloop.SyntheticObservations(not_executed="n", env_error="e"),
+    )
+
+    class Parser:
+        def parse(self, reply: polyloop.ModelReply) -> polyloop.ParsedReply:
+            return polyloop.FinalAnswer(text=reply.text)
+
+    class Executor:
+        async def execute(self, action: polyloop.Action) -> polyloop.ActionOutcome:
+            raise AssertionError("no action expected")
+
+    result = await polyloop.run(agent, "g", model=model, parser=Parser(), executor=Executor())
+
+    assert result.stop_reason is polyloop.StopReason.LLM_ERROR
+    assert result.steps[0].llm_call_id is None
+    assert len(endpoint.requests) == 1
+
+
+def test_bad_model_names_are_rejected_before_any_request() -> None:
+    with pytest.raises(ValueError, match="model"):
+        OpenAIChatModel("")
