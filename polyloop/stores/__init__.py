@@ -1,7 +1,70 @@
-"""Bundled run stores."""
+"""Bundled run stores, and :func:`open_store` to pick one by URL.
+
+Importing this package imports only the standard library: ``PostgresStore`` (psycopg) is
+imported when a ``postgresql://`` URL is opened, or when the name is first looked up here.
+"""
 
 from __future__ import annotations
 
-from polyloop.stores._memory import MemoryStore
+import importlib
+import re
 
-__all__ = ["MemoryStore"]
+from polyloop.ports import RunStore
+from polyloop.stores._memory import MemoryStore
+from polyloop.stores._sqlite import SQLiteStore
+
+__all__ = ["MemoryStore", "SQLiteStore", "open_store"]
+
+# --- PostgresStore: exported lazily through a module __getattr__ (added with the store). ---
+
+_ACCEPTED = (
+    "memory:, sqlite:///relative/path.db, sqlite:////absolute/path.db, "
+    "postgresql://user@host/dbname (or postgres://...)"
+)
+
+
+def open_store(url: str) -> RunStore:
+    """Make the store a URL names. Synchronous and without I/O: the store connects on first use.
+
+    * ``memory:`` — a fresh :class:`MemoryStore` (gone when the process ends);
+    * ``sqlite:///runs.db`` — a :class:`SQLiteStore`, path relative to the current directory;
+      ``sqlite:////var/lib/runs.db`` (four slashes) — an absolute path;
+    * ``postgresql://…`` or ``postgres://…`` — a ``PostgresStore`` with the URL as its DSN
+      (needs ``pip install 'polyloop[postgres]'``).
+
+    Anything else is a ``ValueError`` whose one-line message lists the accepted forms.
+    """
+    if not isinstance(url, str):
+        raise ValueError(f"store URL must be a str, got {type(url).__name__}; use {_ACCEPTED}")
+    if url == "memory:":
+        return MemoryStore()
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///") :]
+        if path and not path.endswith("/") and "\x00" not in path:
+            return SQLiteStore(path)
+        raise ValueError(f"store URL {_shown(url)!r} names no database file; use {_ACCEPTED}")
+    if url.startswith(("postgresql://", "postgres://")):
+        return _postgres_store(url)
+    raise ValueError(f"unsupported store URL {_shown(url)!r}; use {_ACCEPTED}")
+
+
+def _postgres_store(dsn: str) -> RunStore:
+    hint = "PostgreSQL stores need psycopg: pip install 'polyloop[postgres]'"
+    try:
+        # By name, so this module type-checks and imports without the optional extra.
+        module = importlib.import_module("polyloop.stores._postgres")
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in ("psycopg", "psycopg_pool"):
+            raise ValueError(f"cannot open {_shown(dsn)!r}: {hint}") from None
+        if exc.name == "polyloop.stores._postgres":
+            raise ValueError(
+                f"cannot open {_shown(dsn)!r}: this polyloop build has no PostgreSQL store"
+            ) from None
+        raise
+    store: RunStore = module.PostgresStore(dsn)
+    return store
+
+
+def _shown(url: str) -> str:
+    """The URL as it may appear in an error message: without a password."""
+    return re.sub(r"(//[^/@:]*):[^/@]*@", r"\1:***@", url)

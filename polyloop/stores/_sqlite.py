@@ -1,0 +1,372 @@
+"""SQLiteStore: the embedded default store — one file, standard library ``sqlite3`` only.
+
+Why it is built this way (the decision record is ``docs/design/0002-sqlite-durability.md``):
+
+* WAL with ``synchronous=FULL``: the WAL is fsynced at every commit, so an append is durable
+  when it returns, and readers never block the writer.
+* ``isolation_level=None`` and an explicit ``BEGIN IMMEDIATE`` per append: the write lock is
+  taken *before* the log is read, so a second writer waits on the busy timeout. A deferred
+  transaction that reads and then writes gets ``SQLITE_BUSY`` at once instead (SQLite cannot
+  wait there without risking a deadlock), which would turn ordinary contention into errors.
+* The append rules (:func:`polyloop.stores._rules.check_append`) run *inside* that
+  transaction; the primary key ``(run_id, sequence)`` is a second fence under them.
+* An existing file is inspected read-only before anything is written, so a file that is not a
+  polyloop database is reported (``StoreCorrupted`` naming the path) and left byte-identical.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import stat
+import struct
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from polyloop._run_id import validate_run_id
+from polyloop.errors import RunConflict, SchemaVersionError, StoreCorrupted
+from polyloop.stores._rules import check_append, check_record
+from polyloop.types import Record, RunFinished, RunLog, record_from_json
+
+__all__ = ["STORE_SCHEMA_MAJOR", "STORE_SCHEMA_MINOR", "SQLiteStore"]
+
+# The layout of the tables below. A reader refuses an unknown major (a newer polyloop changed
+# the layout incompatibly); a newer minor only adds things an older reader may ignore.
+STORE_SCHEMA_MAJOR = 1
+STORE_SCHEMA_MINOR = 0
+
+_SCHEMA = (
+    "CREATE TABLE polyloop_schema (major INTEGER NOT NULL, minor INTEGER NOT NULL)",
+    f"INSERT INTO polyloop_schema (major, minor) VALUES ({STORE_SCHEMA_MAJOR}, "
+    f"{STORE_SCHEMA_MINOR})",
+    # WITHOUT ROWID: the primary key is the table's only index, and it is the access path of
+    # every query (the last record of a run, a run's log in order, the distinct run ids).
+    "CREATE TABLE polyloop_records ("
+    " run_id TEXT NOT NULL,"
+    " sequence INTEGER NOT NULL,"
+    " kind TEXT NOT NULL,"
+    " body TEXT NOT NULL,"
+    " PRIMARY KEY (run_id, sequence)"
+    ") WITHOUT ROWID",
+)
+_RECORD_COLUMNS = {"run_id", "sequence", "kind", "body"}
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_DEFAULT_BUSY_TIMEOUT_S = 60.0
+
+# Connections inherited through fork() are never used or closed in the child (closing one
+# there could checkpoint or unlock on the parent's behalf); they are kept here instead.
+_inherited_connections: list[sqlite3.Connection] = []
+
+
+class SQLiteStore:
+    """A run store in one SQLite file, durable when ``append`` returns.
+
+    ``path`` is resolved against the current directory when the store is made; nothing else
+    happens until first use (or ``async with``), when the file is created if it does not exist.
+    A missing or empty file becomes a new store. An existing file that is not a polyloop
+    database (random bytes, a truncated database, an SQLite database with other tables) raises
+    ``StoreCorrupted`` naming the path and is left untouched; a store written by a newer,
+    incompatible polyloop raises ``SchemaVersionError``.
+
+    Several processes may use one file at once: appends serialise on SQLite's write lock and
+    wait up to ``busy_timeout_s`` for it. Within a process, calls run in worker threads
+    (``asyncio.to_thread``) over one connection guarded by a lock; nothing loop-bound is made
+    here, so a store may be used from successive event loops.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout_s: float = _DEFAULT_BUSY_TIMEOUT_S
+    ) -> None:
+        if busy_timeout_s <= 0:
+            raise ValueError(f"busy_timeout_s must be > 0, got {busy_timeout_s!r}")
+        self._path = Path(path).absolute()
+        self._busy_timeout_s = float(busy_timeout_s)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._conn_pid = 0
+
+    @property
+    def path(self) -> Path:
+        """The database file (absolute)."""
+        return self._path
+
+    # ------------------------------------------------------------------ the RunStore seam
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        check_record(run_id, record, sequence)
+        body = record.to_json()  # encode on the caller's side: a bad record writes nothing
+        await asyncio.to_thread(self._append, run_id, record, sequence, body)
+
+    async def read_log(self, run_id: str) -> RunLog:
+        validate_run_id(run_id)
+        return await asyncio.to_thread(self._read_log, run_id)
+
+    async def run_ids(self) -> list[str]:
+        return await asyncio.to_thread(self._run_ids)
+
+    async def aclose(self) -> None:
+        """Close the connection. The store may be used again afterwards (it reopens)."""
+        await asyncio.to_thread(self._close)
+
+    async def __aenter__(self) -> SQLiteStore:
+        # Opening here makes a bad file fail at `async with`, not at the first append.
+        await asyncio.to_thread(self._with_connection, lambda conn: None)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self._path)!r})"
+
+    # ------------------------------------------------------------------ worker-thread side
+
+    def _append(self, run_id: str, record: Record, sequence: int, body: str) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            # IMMEDIATE: take the write lock before reading the log (see the module docstring).
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                last = conn.execute(
+                    "SELECT sequence, kind FROM polyloop_records WHERE run_id = ? "
+                    "ORDER BY sequence DESC LIMIT 1",
+                    (run_id,),
+                ).fetchone()
+                length = 0 if last is None else int(last[0]) + 1
+                finished = last is not None and last[1] == RunFinished.kind
+                check_append(run_id, record, sequence=sequence, length=length, finished=finished)
+                try:
+                    conn.execute(
+                        "INSERT INTO polyloop_records (run_id, sequence, kind, body) "
+                        "VALUES (?, ?, ?, ?)",
+                        (run_id, sequence, record.kind, body),
+                    )
+                except sqlite3.IntegrityError:
+                    # Unreachable while the check above holds; the primary key is the fence
+                    # that still stands if it ever does not.
+                    raise RunConflict(
+                        f"run {run_id!r}: a record at sequence {sequence} already exists"
+                    ) from None
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+        self._with_connection(write)
+
+    def _read_log(self, run_id: str) -> RunLog:
+        rows: list[Any] = self._with_connection(
+            lambda conn: conn.execute(
+                "SELECT sequence, kind, body FROM polyloop_records WHERE run_id = ? "
+                "ORDER BY sequence",
+                (run_id,),
+            ).fetchall()
+        )
+        records: list[Record] = []
+        for expected, (sequence, kind, body) in enumerate(rows):
+            where = f"{self._path}: run {run_id!r}, sequence {expected}"
+            if sequence != expected:
+                raise StoreCorrupted(f"{where}: record missing (next stored is {sequence!r})")
+            try:
+                record = record_from_json(body)
+            except SchemaVersionError as exc:
+                raise SchemaVersionError(f"{where}: {exc}") from None
+            except (TypeError, ValueError) as exc:
+                raise StoreCorrupted(f"{where}: unreadable record ({exc})") from None
+            if record.kind != kind:
+                raise StoreCorrupted(
+                    f"{where}: record body is a {record.kind} but is indexed as {kind!r}"
+                )
+            records.append(record)
+        return RunLog(tuple(records))
+
+    def _run_ids(self) -> list[str]:
+        rows: list[Any] = self._with_connection(
+            lambda conn: conn.execute("SELECT DISTINCT run_id FROM polyloop_records").fetchall()
+        )
+        return sorted(str(row[0]) for row in rows)
+
+    def _close(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None and self._conn_pid == os.getpid():
+                conn.close()
+
+    def _with_connection(self, use: Any) -> Any:
+        """Run ``use(connection)`` under the lock, opening the connection first if needed."""
+        with self._lock:
+            if self._conn is not None and self._conn_pid != os.getpid():
+                _inherited_connections.append(self._conn)
+                self._conn = None
+            if self._conn is None:
+                self._conn = self._open()
+                self._conn_pid = os.getpid()
+            try:
+                return use(self._conn)
+            except sqlite3.DatabaseError as exc:
+                if _is_corruption(exc):
+                    raise StoreCorrupted(f"{self._path}: damaged database ({exc})") from None
+                raise
+
+    # ------------------------------------------------------------------ opening
+
+    def _open(self) -> sqlite3.Connection:
+        fresh = _inspect_file(self._path)
+        try:
+            conn = sqlite3.connect(
+                self._path,
+                timeout=self._busy_timeout_s,
+                isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+                check_same_thread=False,  # used from worker threads, always under self._lock
+            )
+        except sqlite3.Error as exc:
+            raise StoreCorrupted(f"{self._path}: cannot open as a database ({exc})") from None
+        try:
+            self._prepare(conn, fresh)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection, fresh: bool) -> None:
+        try:
+            if not fresh and self._validate(conn) == "ours":
+                _set_durability(conn)
+                return
+            # A missing or empty file, or an SQLite database with no schema at all. WAL is set
+            # before the tables are made so the new file never exists in rollback-journal mode.
+            _set_durability(conn)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                # Another process may have initialised the file while we waited for the lock.
+                if self._validate(conn) == "empty":
+                    for statement in _SCHEMA:
+                        conn.execute(statement)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            if fresh:
+                _fsync_directory(self._path.parent)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and not _is_corruption(exc):
+                raise
+            raise StoreCorrupted(f"{self._path}: not a polyloop database ({exc})") from None
+
+    def _validate(self, conn: sqlite3.Connection) -> str:
+        """Read-only look at the schema: ``"ours"``, ``"empty"``, or raise naming the file."""
+        objects = conn.execute("SELECT type, name FROM sqlite_master").fetchall()
+        if not objects:
+            return "empty"
+        tables = {name for kind, name in objects if kind == "table"}
+        if "polyloop_schema" not in tables:
+            shown = ", ".join(sorted(tables)[:5]) or "no tables"
+            raise StoreCorrupted(
+                f"{self._path}: an SQLite database but not a polyloop store (it has: {shown}); "
+                "refusing to add tables to it"
+            )
+        versions = conn.execute("SELECT major, minor FROM polyloop_schema").fetchall()
+        if len(versions) != 1 or not all(isinstance(v, int) for v in versions[0]):
+            raise StoreCorrupted(f"{self._path}: polyloop_schema must hold one (major, minor) row")
+        major, minor = versions[0]
+        if major != STORE_SCHEMA_MAJOR:
+            raise SchemaVersionError(
+                f"{self._path}: store schema version {major}.{minor} is not supported "
+                f"(this polyloop reads {STORE_SCHEMA_MAJOR}.x); use a matching polyloop version"
+            )
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(polyloop_records)")}
+        if not columns >= _RECORD_COLUMNS:
+            raise StoreCorrupted(f"{self._path}: table polyloop_records is missing or malformed")
+        return "ours"
+
+
+def _set_durability(conn: sqlite3.Connection) -> None:
+    mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise StoreCorrupted(f"cannot switch the database to WAL mode (it stays in {mode!r})")
+    conn.execute("PRAGMA synchronous=FULL")  # fsync the WAL at every commit: durable on return
+    conn.execute("PRAGMA fullfsync=ON")  # macOS: fsync alone does not reach the platter
+    conn.execute("PRAGMA checkpoint_fullfsync=ON")
+
+
+def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
+
+
+def _inspect_file(path: Path) -> bool:
+    """Check an existing file without opening it as a database; return whether it is fresh.
+
+    Fresh means missing or empty (SQLite itself treats an empty file as an empty database).
+    Anything else must start with an SQLite header and be as long as the header says, so a
+    truncated database is refused before SQLite could try to use it.
+    """
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        if not path.parent.is_dir():
+            raise StoreCorrupted(
+                f"{path}: cannot create a store here, directory {path.parent} does not exist"
+            ) from None
+        return True
+    except OSError as exc:
+        raise StoreCorrupted(f"{path}: cannot be read ({exc.strerror})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise StoreCorrupted(f"{path}: is a directory, not a polyloop database file")
+    if not stat.S_ISREG(info.st_mode):
+        raise StoreCorrupted(f"{path}: is not a regular file")
+    if info.st_size == 0:
+        return True
+    try:
+        with path.open("rb") as file:
+            header = file.read(100)
+    except OSError as exc:
+        raise StoreCorrupted(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        raise StoreCorrupted(f"{path}: not a polyloop database (no SQLite header)")
+    (page_size,) = struct.unpack(">H", header[16:18])
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        raise StoreCorrupted(f"{path}: not a polyloop database (bad SQLite page size)")
+    change_counter, page_count = struct.unpack(">II", header[24:32])
+    (valid_for,) = struct.unpack(">I", header[92:96])
+    wal = path.with_name(path.name + "-wal")
+    # With a non-empty WAL beside it, the main file may legitimately be mid-checkpoint (its
+    # header already says the new size); SQLite recovers that from the WAL itself.
+    wal_in_use = wal.exists() and wal.stat().st_size > 0
+    if not wal_in_use and (
+        info.st_size % page_size != 0
+        or (valid_for == change_counter and info.st_size < page_count * page_size)
+    ):
+        raise StoreCorrupted(
+            f"{path}: truncated database ({info.st_size} bytes, the header says "
+            f"{page_count} pages of {page_size})"
+        )
+    return False
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a new file's directory entry durable (SQLite syncs its WAL's entry, not the db's)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # not supported on this platform (Windows); nothing more we can do
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
