@@ -1,0 +1,156 @@
+"""ToolExecutor: dispatches an action to a function in a :class:`~polyloop.tools.ToolRegistry`."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from polyloop.executors._schema import schema_errors
+from polyloop.tools import Tool, ToolRegistry
+from polyloop.types import Action, ActionOutcome, ActionStatus, canonical_json
+
+__all__ = ["ToolExecutor", "truncate_observation", "truncation_marker"]
+
+_NAME_SHOWN = 80  # a tool name quoted in an observation is cut here: the name is model input
+
+
+def _shown(name: str) -> str:
+    if len(name) <= _NAME_SHOWN:
+        return repr(name)
+    return repr(name[:_NAME_SHOWN]) + f"… ({len(name)} characters)"
+
+
+def truncate_observation(observation: str, limit: int | None) -> tuple[str, int]:
+    """``observation`` cut to ``limit`` characters plus a marker, and how many were cut.
+
+    The marker line is added *after* the ``limit`` kept characters, so the model learns the
+    text was cut; the count is the number of original characters removed.
+    """
+    if limit is None or len(observation) <= limit:
+        return observation, 0
+    cut = len(observation) - limit
+    return observation[:limit] + truncation_marker(cut), cut
+
+
+def truncation_marker(cut: int) -> str:
+    """The line appended to an observation from which ``cut`` characters were removed."""
+    return f"\n[... {cut} more characters truncated]"
+
+
+def _not_executed(observation: str) -> ActionOutcome:
+    return ActionOutcome(status=ActionStatus.NOT_EXECUTED, observation=observation)
+
+
+class ToolExecutor:
+    """Executes ``Action.tool_name`` from ``registry`` with ``Action.tool_args`` as keywords.
+
+    Status mapping:
+
+    * ``not_executed`` — the action names no tool (``tool_name`` is ``None`` or ``""``), the
+      tool is not in the registry (names are looked up verbatim: ``"../x"`` is just an unknown
+      name), the tool has no function, or the arguments fail the tool's JSON schema (see
+      :mod:`polyloop.executors._schema` for the supported subset) or do not bind to the
+      function's signature. The observation names the problem; the function is not called.
+    * ``executed`` — the function was called. Its return value is the observation (a ``str``
+      as is, anything else as canonical JSON; a value JSON cannot encode gives a ``TypeError``
+      observation). A function that raises an ``Exception`` gives ``"ExcType: message"``.
+    * ``env_error`` — never: a registry of in-process functions has no environment to lose.
+
+    ``tool_args=None`` is the same as ``{}`` (no arguments). A synchronous function runs in a
+    worker thread (``asyncio.to_thread``) so it cannot block the loop; an ``async`` function is
+    awaited. ``BaseException``\\ s that are not ``Exception``\\ s — ``KeyboardInterrupt``,
+    ``SystemExit``, ``CancelledError``, a custom ``BaseException`` — propagate: they mean "stop
+    the process or task", not "the action failed". A cancelled ``execute`` re-raises
+    ``CancelledError`` at once; a synchronous function already running in its thread cannot be
+    interrupted and finishes there (its result is discarded).
+
+    ``max_observation_chars`` (``None``: unlimited) cuts long observations, recording the
+    number of removed characters in ``observation_truncated_chars``.
+    """
+
+    def __init__(self, registry: ToolRegistry, *, max_observation_chars: int | None = None):
+        if not isinstance(registry, ToolRegistry):
+            raise TypeError(f"ToolExecutor expects a ToolRegistry, got {type(registry).__name__}")
+        if max_observation_chars is not None and (
+            isinstance(max_observation_chars, bool)
+            or not isinstance(max_observation_chars, int)
+            or max_observation_chars < 1
+        ):
+            raise ValueError("max_observation_chars must be an int >= 1 or None")
+        self.registry = registry
+        self.max_observation_chars = max_observation_chars
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        name = action.tool_name
+        if name is None or name == "":
+            return _not_executed(
+                "The action names no tool; say which tool to call "
+                f"(available: {', '.join(t.name for t in self.registry) or 'none'})."
+            )
+        tool = self.registry.lookup(name)
+        if tool is None:
+            return _not_executed(
+                f"Unknown tool {_shown(name)}; available tools: "
+                f"{', '.join(t.name for t in self.registry) or 'none'}."
+            )
+        args: Mapping[str, Any] = action.tool_args if action.tool_args is not None else {}
+        refusal = self._refusal(tool, args)
+        if refusal is not None:
+            return _not_executed(refusal)
+        assert tool.func is not None  # _refusal checked it
+        try:
+            result = await self._call(tool, args)
+        except Exception as exc:  # the tool ran and failed: a normal, correctable observation
+            observation = f"{type(exc).__name__}: {exc}"
+        else:
+            observation = self._render(tool, result)
+        text, cut = truncate_observation(observation, self.max_observation_chars)
+        return ActionOutcome(
+            status=ActionStatus.EXECUTED, observation=text, observation_truncated_chars=cut
+        )
+
+    def _refusal(self, tool: Tool, args: Mapping[str, Any]) -> str | None:
+        """Why the call must not be made, or ``None``."""
+        if tool.func is None:
+            return f"Tool {_shown(tool.name)} has no function to call."
+        errors = schema_errors(dict(args), tool.parameters)
+        if errors:
+            shown = "; ".join(errors[:5]) + (
+                f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
+            )
+            return f"Invalid arguments for tool {_shown(tool.name)}: {shown}."
+        try:
+            signature = inspect.signature(tool.func)
+        except (TypeError, ValueError):  # some builtins have no signature: let the call decide
+            return None
+        try:
+            signature.bind(**args)
+        except TypeError as exc:
+            return f"Arguments do not match tool {_shown(tool.name)}: {exc}."
+        return None
+
+    async def _call(self, tool: Tool, args: Mapping[str, Any]) -> Any:
+        func = tool.func
+        assert func is not None
+        if inspect.iscoroutinefunction(func):
+            return await func(**args)
+        result = await asyncio.to_thread(func, **args)
+        if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
+            return await result
+        return result
+
+    def _render(self, tool: Tool, result: Any) -> str:
+        if isinstance(result, str):
+            return result
+        try:
+            return canonical_json(result)
+        except (TypeError, ValueError, RecursionError) as exc:
+            return (
+                f"TypeError: tool {_shown(tool.name)} returned a {type(result).__name__} that "
+                f"is not JSON-serialisable ({exc})"
+            )
+
+    def __repr__(self) -> str:
+        return f"ToolExecutor({self.registry!r})"
