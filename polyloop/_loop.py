@@ -118,12 +118,15 @@ class _Driver:
         sequence = self.sequence
         task = asyncio.ensure_future(self.store.append(self.run_id, record, sequence=sequence))
         cancelled = await _wait_out(task)
+        event = Event(run_id=self.run_id, sequence=sequence, record=record)
         if _succeeded(task):
             self._appended(record)
         if cancelled:
+            if _succeeded(task):  # the record is in the log, so its event is owed (best effort)
+                await self.emit_best_effort(event)
             raise asyncio.CancelledError
         task.result()  # an exception from append propagates and nothing more is written
-        await self.emit(Event(run_id=self.run_id, sequence=sequence, record=record))
+        await self.emit(event)
 
     def _appended(self, record: Record) -> None:
         self.sequence += 1
@@ -136,6 +139,13 @@ class _Driver:
         try:
             await self.events.emit(event)
         except Exception:  # a delivery failure never interrupts the run; CancelledError passes
+            self.event_delivery_failures += 1
+
+    async def emit_best_effort(self, event: Event) -> None:
+        """On the cancellation path: nothing the sink does may replace the CancelledError."""
+        try:
+            await self.events.emit(event)
+        except BaseException:
             self.event_delivery_failures += 1
 
     async def finish_cancelled(self) -> None:
@@ -154,10 +164,7 @@ class _Driver:
         if not _succeeded(task):  # the CancelledError being handled is what must propagate
             return
         self._appended(record)
-        try:
-            await self.events.emit(Event(run_id=self.run_id, sequence=sequence, record=record))
-        except BaseException:  # best effort only
-            self.event_delivery_failures += 1
+        await self.emit_best_effort(Event(run_id=self.run_id, sequence=sequence, record=record))
 
     # ------------------------------------------------------------------ the iteration
 
@@ -304,7 +311,13 @@ class _Driver:
         completed = StepCompleted(
             step=step, executor_observation=executor_observation, model_error=model_error
         )
-        await self.append(completed)
+        sequence = self.sequence
+        try:
+            await self.append(completed)
+        except asyncio.CancelledError:
+            if self.sequence > sequence:  # it is in the log: the cancelled finish must count it
+                self.absorb(completed)
+            raise
         return self.absorb(completed)
 
     def absorb(self, completed: StepCompleted) -> StopReason | None:
