@@ -345,11 +345,11 @@ def _inspect_file(path: Path) -> bool:
     (valid_for,) = struct.unpack(">I", header[92:96])
     wal = path.with_name(path.name + "-wal")
     # With a non-empty WAL beside it, the main file may legitimately be mid-checkpoint (its
-    # header already says the new size); SQLite recovers that from the WAL itself.
+    # header already says the new size; SQLite recovers that from the WAL). It still grows by
+    # whole pages only, so a partial page is damage either way.
     wal_in_use = wal.exists() and wal.stat().st_size > 0
-    if not wal_in_use and (
-        info.st_size % page_size != 0
-        or (valid_for == change_counter and info.st_size < page_count * page_size)
+    if info.st_size % page_size != 0 or (
+        not wal_in_use and valid_for == change_counter and info.st_size < page_count * page_size
     ):
         raise StoreCorrupted(
             f"{path}: truncated database ({info.st_size} bytes, the header says "
