@@ -145,8 +145,8 @@ class PythonExecutor:
                 status=ActionStatus.EXECUTED,
                 observation=(
                     f"TimeoutError: the code did not finish within {self.timeout_s:g} s and was "
-                    "stopped. The Python session was restarted: variables, imports and "
-                    "definitions from earlier actions are lost."
+                    "stopped. The Python session restarts for the next action: variables, "
+                    "imports and definitions from earlier actions are lost."
                 ),
             )
         except _SessionBroken as exc:
