@@ -1,0 +1,321 @@
+"""``ContractBase``: what every contract suite shares, and the interface the plugin relies on.
+
+A *suite* is a subclass of :class:`ContractBase` whose own body sets ``seam`` (the five built-in
+ones live in this package; a third party may add a sixth). Its ``test_*`` methods are its
+*promises*: promise id ``<seam>.<name>`` for method ``test_<name>``, the docstring states the
+promise and why it exists. A *concrete* subclass (yours, or one the plugin generates) inherits a
+suite, overrides its fixtures, and is collected by pytest.
+
+Class attributes read by ``pytest_polyloop``:
+
+* ``seam: ClassVar[str]`` — the seam name, also the name of the fixture the suite needs.
+* ``samples_fixture: ClassVar[str | None]`` — the samples fixture the suite needs, or ``None``.
+* ``loop_scope: ClassVar[str] = "function"`` — the pytest-asyncio loop scope the async promise
+  tests run in; set it to the scope your implementation's fixture lives in.
+* ``waive: ClassVar[Mapping[str, str]] = {}`` — promise id → reason. The kit applies it: a waived
+  promise runs under ``xfail(strict=True, reason="waived: <reason>")``, so a failure is an xfail
+  (outcome ``waived``) and a pass is a strict XPASS failure (``stale_waiver``).
+
+Class creation (``__init_subclass__``) of a concrete subclass adds
+``pytest.mark.asyncio(loop_scope=cls.loop_scope)`` to the class's *own* ``pytestmark`` (the suites
+carry none: pytest reads class marks base-first, so a mark on the suite would pin every user to
+its loop scope) and rejects a waiver that names an unknown or unverifiable promise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, ClassVar, Literal, NoReturn, TypeVar
+
+import hypothesis
+import pytest
+
+import polyloop
+from polyloop import errors as _errors
+from polyloop import types as _types
+from polyloop.types import canonical_json
+
+__all__ = [
+    "ContractBase",
+    "PromiseSpec",
+    "RecordTypes",
+    "bounded_settings",
+    "suite_hash",
+    "unverifiable_promise",
+]
+
+KIT_VERSION: str = polyloop.__version__
+
+PromiseKind = Literal["checked", "unverifiable"]
+_F = TypeVar("_F", bound=Callable[..., Any])
+_UNVERIFIABLE_ATTR = "__polyloop_unverifiable__"
+_LOOP_SCOPES = ("function", "class", "module", "package", "session")
+
+
+def unverifiable_promise(function: _F) -> _F:
+    """Mark a promise test as *unverifiable* (it always skips through ``unverifiable(...)``).
+
+    The mark makes the promise's kind known without running it: ``PromiseSpec.kind`` is
+    ``"unverifiable"``, and a waiver naming it is refused (there is nothing to waive).
+    """
+    setattr(function, _UNVERIFIABLE_ATTR, True)
+    return function
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromiseSpec:
+    """One promise of a suite's catalogue.
+
+    ``id`` is ``"<seam>.<name>"``, ``test_name`` is ``"test_<name>"``, ``doc`` is the cleaned
+    docstring, ``kind`` is ``"checked"`` or ``"unverifiable"``, and ``function`` is the suite's
+    own function object — ``getattr(cls, spec.test_name) is not spec.function`` tells that a
+    subclass replaced the promise's test.
+    """
+
+    id: str
+    name: str
+    test_name: str
+    doc: str
+    kind: PromiseKind
+    function: Callable[..., Any]
+
+
+def suite_hash(promises: tuple[PromiseSpec, ...] | list[PromiseSpec]) -> str:
+    """``"sha256:" + sha256(canonical_json(sorted([id, cleandoc(docstring)] ...)))``.
+
+    Names exactly which contract text a report judged: any promise added, removed or reworded
+    changes it.
+    """
+    pairs = sorted([spec.id, inspect.cleandoc(spec.doc)] for spec in promises)
+    return "sha256:" + hashlib.sha256(canonical_json(pairs).encode("utf-8")).hexdigest()
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def bounded_settings(max_examples: int) -> hypothesis.settings:
+    """The Hypothesis settings every property-based promise carries on itself.
+
+    Never a global profile: that would change the user's own tests. ``deadline=None`` because a
+    real store or sink is allowed to be slow; the function-scoped-fixture check is suppressed
+    because the seam fixture is meant to be shared by the examples of one test, and the
+    differing-executors check because an inherited test runs on a new instance per subclass.
+    Under ``CI`` the examples are derandomized (and the example database is off) so a CI run is
+    reproducible.
+    """
+    extra: dict[str, Any] = {"derandomize": True, "database": None} if _in_ci() else {}
+    return hypothesis.settings(
+        max_examples=max_examples,
+        deadline=None,
+        suppress_health_check=[
+            hypothesis.HealthCheck.function_scoped_fixture,
+            hypothesis.HealthCheck.differing_executors,
+        ],
+        **extra,
+    )
+
+
+class RecordTypes:
+    """What the ``records`` fixture returns: the library's types, reachable without imports.
+
+    ``records.action_status.EXECUTED``, ``records.stop_reason.CANCELLED``, ``records.types``
+    (the ``polyloop.types`` module), ``records.errors`` (``polyloop.errors``),
+    ``records.record_types`` (the six record classes) and every public name of
+    ``polyloop.types`` as an attribute (``records.ActionOutcome``).
+    """
+
+    action_status = _types.ActionStatus
+    stop_reason = _types.StopReason
+    types: ModuleType = _types
+    errors: ModuleType = _errors
+    record_types = _types.RECORD_TYPES
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _types.__all__:
+            return getattr(_types, name)
+        raise AttributeError(f"records has no attribute {name!r} (see polyloop.types.__all__)")
+
+    def __repr__(self) -> str:
+        return "RecordTypes(polyloop.types)"
+
+
+class ContractBase:
+    """Base of every contract suite. See the module docstring for the plugin interface."""
+
+    seam: ClassVar[str]
+    samples_fixture: ClassVar[str | None] = None
+    loop_scope: ClassVar[str] = "function"
+    waive: ClassVar[Mapping[str, str]] = {}
+
+    _catalogue: ClassVar[tuple[PromiseSpec, ...]] = ()
+    _is_suite: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "seam" in cls.__dict__:
+            cls._is_suite = True
+            cls._catalogue = _build_catalogue(cls)
+            if "__test__" not in cls.__dict__:
+                cls.__test__ = False  # type: ignore[attr-defined]  # a suite is not runnable until someone supplies fixtures
+            return
+        cls._is_suite = False
+        if not any(getattr(base, "_is_suite", False) for base in cls.__mro__[1:]):
+            raise TypeError(
+                f"{cls.__qualname__} inherits ContractBase directly: inherit one of the suites "
+                "(e.g. ActionExecutorContract), or set `seam` in the class body to define a new "
+                "suite"
+            )
+        if "__test__" not in cls.__dict__:
+            cls.__test__ = True  # type: ignore[attr-defined]
+        _validate_loop_scope(cls)
+        _validate_waivers(cls)
+        own = cls.__dict__.get("pytestmark", [])
+        own_marks = list(own) if isinstance(own, list | tuple) else [own]
+        marks = [*own_marks, pytest.mark.asyncio(loop_scope=cls.loop_scope)]
+        cls.pytestmark = marks  # type: ignore[attr-defined]
+
+    @classmethod
+    def promises(cls) -> tuple[PromiseSpec, ...]:
+        """The catalogue of the suite this class inherits from, sorted by id.
+
+        Built from the suite's own ``test_*`` methods, never from a subclass's overrides.
+        ``ContractBase`` itself has no catalogue (empty tuple).
+        """
+        return cls._catalogue
+
+    @classmethod
+    def promise_for_test(cls, test_name: str) -> PromiseSpec | None:
+        """The promise a test method name belongs to, or ``None``."""
+        for spec in cls._catalogue:
+            if spec.test_name == test_name:
+                return spec
+        return None
+
+    @pytest.fixture
+    def records(self) -> RecordTypes:
+        """The library's types (``records.action_status.EXECUTED``, ``records.types``, …)."""
+        return RecordTypes()
+
+    @pytest.fixture(autouse=True)
+    def _polyloop_waiver(self, request: pytest.FixtureRequest) -> None:
+        """Run a waived promise under ``xfail(strict=True)``: fail → waived, pass → stale."""
+        test_name = getattr(request.node, "originalname", None) or request.node.name
+        spec = type(self).promise_for_test(test_name)
+        if spec is not None and spec.id in type(self).waive:
+            reason = type(self).waive[spec.id]
+            request.applymarker(pytest.mark.xfail(strict=True, reason=f"waived: {reason}"))
+
+
+def _build_catalogue(suite: type[ContractBase]) -> tuple[PromiseSpec, ...]:
+    seam = suite.__dict__["seam"]
+    if not isinstance(seam, str) or not seam.isidentifier():
+        raise TypeError(f"{suite.__qualname__}.seam must be an identifier str, got {seam!r}")
+    inherited = {spec.test_name: spec for spec in suite._catalogue}
+    specs: dict[str, PromiseSpec] = {}
+    for test_name, spec in inherited.items():
+        name = test_name.removeprefix("test_")
+        specs[test_name] = PromiseSpec(
+            id=f"{seam}.{name}",
+            name=name,
+            test_name=test_name,
+            doc=spec.doc,
+            kind=spec.kind,
+            function=spec.function,
+        )
+    for test_name, function in suite.__dict__.items():
+        if not test_name.startswith("test_") or not callable(function):
+            continue
+        doc = inspect.getdoc(function)
+        if not doc:
+            raise TypeError(
+                f"{suite.__qualname__}.{test_name} has no docstring: a promise must state what "
+                "it promises and why"
+            )
+        name = test_name.removeprefix("test_")
+        inner = getattr(getattr(function, "hypothesis", None), "inner_test", function)
+        unverifiable = bool(getattr(function, _UNVERIFIABLE_ATTR, False)) or bool(
+            getattr(inner, _UNVERIFIABLE_ATTR, False)
+        )
+        specs[test_name] = PromiseSpec(
+            id=f"{seam}.{name}",
+            name=name,
+            test_name=test_name,
+            doc=inspect.cleandoc(function.__doc__ or doc),
+            kind="unverifiable" if unverifiable else "checked",
+            function=function,
+        )
+    return tuple(sorted(specs.values(), key=lambda spec: spec.id))
+
+
+def _validate_loop_scope(cls: type[ContractBase]) -> None:
+    if cls.loop_scope not in _LOOP_SCOPES:
+        raise ValueError(
+            f"{cls.__qualname__}.loop_scope must be one of {', '.join(_LOOP_SCOPES)}, "
+            f"got {cls.loop_scope!r}"
+        )
+
+
+def _validate_waivers(cls: type[ContractBase]) -> None:
+    waive = cls.waive
+    if not isinstance(waive, Mapping):
+        raise TypeError(
+            f"{cls.__qualname__}.waive must map promise ids to reasons, got {type(waive).__name__}"
+        )
+    catalogue = {spec.id: spec for spec in cls._catalogue}
+    for promise_id, reason in waive.items():
+        spec = catalogue.get(promise_id)
+        if spec is None:
+            known = ", ".join(sorted(catalogue))
+            raise ValueError(
+                f"{cls.__qualname__}.waive names unknown promise {promise_id!r}; "
+                f"the {cls.seam} promises are: {known}"
+            )
+        if spec.kind == "unverifiable":
+            raise ValueError(
+                f"{cls.__qualname__}.waive names {promise_id!r}, an unverifiable promise: it is "
+                "never checked here, so there is nothing to waive"
+            )
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError(
+                f"{cls.__qualname__}.waive[{promise_id!r}] must be a non-empty reason, "
+                f"got {reason!r}"
+            )
+
+
+_T = TypeVar("_T")
+
+
+def require_samples(value: object, expected: type[_T], fixture: str) -> _T:
+    """Fail with a clear message unless the samples fixture returned ``expected``."""
+    if not isinstance(value, expected):
+        pytest.fail(
+            f"the `{fixture}` fixture must return a polyloop.testing.{expected.__name__}, got "
+            f"{type(value).__name__}: build one with {expected.__name__}(...)",
+            pytrace=False,
+        )
+    return value
+
+
+def require_seam(value: object, fixture: str, method: str, signature: str) -> None:
+    """Fail with a clear message unless the seam fixture returned something with ``method``."""
+    if not callable(getattr(value, method, None)):
+        pytest.fail(
+            f"the `{fixture}` fixture returned {type(value).__name__}, which has no "
+            f"`{signature}` method",
+            pytrace=False,
+        )
+
+
+def missing_fixture(suite: str, fixture: str, what: str) -> NoReturn:
+    """The body of an unoverridden fixture: say exactly what to override and what to return."""
+    pytest.fail(
+        f"{suite} needs the `{fixture}` fixture: override it in your subclass "
+        f"(`@pytest.fixture` method named `{fixture}`) and return {what}",
+        pytrace=False,
+    )

@@ -1,0 +1,160 @@
+"""The model-client suite.
+
+A client is called with the run's history and returns the model's reply. The suite calls it
+with the implementer's sample conversation only, so it can run against a fake or local endpoint.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from polyloop.ports import ModelClient
+from polyloop.testing._base import (
+    ContractBase,
+    missing_fixture,
+    require_samples,
+    require_seam,
+    unverifiable_promise,
+)
+from polyloop.testing._cancel import assert_cancellation_propagates
+from polyloop.testing._samples import ModelSamples
+from polyloop.testing._shapes import model_reply_problems, short
+from polyloop.testing._skips import unverifiable
+from polyloop.types import Message, ModelReply
+
+__all__ = ["ModelClientContract"]
+
+
+async def _complete(client: ModelClient, messages: list[Message]) -> ModelReply:
+    require_seam(client, "model_client", "complete", "async complete(messages) -> ModelReply")
+    reply = await client.complete(messages)
+    problems = model_reply_problems(reply, "complete(model_samples.messages)")
+    assert not problems, "\n".join(problems)
+    return reply
+
+
+class ModelClientContract(ContractBase):
+    """Inherit this, override ``model_client`` and ``model_samples``.
+
+    ``model_samples`` returns :class:`~polyloop.testing.ModelSamples`: a conversation your
+    client can answer cheaply (point it at a fake or local endpoint).
+    """
+
+    seam = "model_client"
+    samples_fixture = "model_samples"
+
+    @pytest.fixture
+    def model_client(self) -> ModelClient:
+        """Your model client. Override this fixture and return an instance."""
+        missing_fixture(
+            "ModelClientContract",
+            "model_client",
+            "an instance of your client (any object with "
+            "`async complete(messages: Sequence[Message]) -> ModelReply`)",
+        )
+
+    @pytest.fixture
+    def model_samples(self) -> ModelSamples:
+        """A conversation your client can answer. Override this fixture."""
+        missing_fixture(
+            "ModelClientContract",
+            "model_samples",
+            "polyloop.testing.ModelSamples(messages=[Message(role='system', content=...), "
+            "Message(role='user', content=...)]) — a conversation your client can answer "
+            "cheaply; it is sent several times",
+        )
+
+    async def test_returns_a_model_reply(
+        self, model_client: ModelClient, model_samples: ModelSamples
+    ) -> None:
+        """``complete`` returns a ``ModelReply`` whose fields all have their declared types.
+
+        The reply is written into the log as it is, and its text and reasoning are counted into
+        the step record. A raw provider response, a dict, or a reply patched after construction
+        (``usage`` holding floats or ``None``) fails there — or is written and breaks a resume.
+        """
+        samples = require_samples(model_samples, ModelSamples, "model_samples")
+        await _complete(model_client, list(samples.messages))
+
+    async def test_call_id_is_never_empty_string(
+        self, model_client: ModelClient, model_samples: ModelSamples
+    ) -> None:
+        """``reply.call_id`` is ``None`` or a non-empty string, never ``""``.
+
+        ``call_id`` joins a step to the provider's billing records. ``""`` looks like a valid key
+        and silently matches nothing (or every other empty key); ``None`` says honestly that
+        there is no id. The constructor refuses ``""``, so this also catches replies built
+        around it.
+        """
+        samples = require_samples(model_samples, ModelSamples, "model_samples")
+        require_seam(model_client, "model_client", "complete", "async complete(messages)")
+        reply = await model_client.complete(list(samples.messages))
+        call_id = getattr(reply, "call_id", None)
+        assert call_id != "", "complete() returned a reply with call_id='' (use None for no id)"
+        assert call_id is None or isinstance(call_id, str), (
+            f"call_id must be None or a non-empty str, got {type(call_id).__name__}"
+        )
+        problems = model_reply_problems(reply, "complete(model_samples.messages)")
+        assert not problems, "\n".join(problems)
+
+    async def test_does_not_mutate_messages(
+        self, model_client: ModelClient, model_samples: ModelSamples
+    ) -> None:
+        """``complete`` leaves the message list it was given exactly as it was.
+
+        The loop passes its own history. A client that appends the reply, drops the system
+        message to save tokens or rewrites content in place changes what the next step sends
+        and what ``prompt_chars`` counted — the log no longer describes what the model saw. The
+        suite passes a mutable ``list`` so that such a mutation is possible, and compares after.
+        """
+        samples = require_samples(model_samples, ModelSamples, "model_samples")
+        messages = list(samples.messages)
+        before = [(id(m), m.role, m.content) for m in messages]
+        await _complete(model_client, messages)
+        after = [(id(m), getattr(m, "role", None), getattr(m, "content", None)) for m in messages]
+        assert after == before, (
+            "complete() changed the list of messages it was given:\n"
+            f"before: {short([(r, c) for _, r, c in before], 400)}\n"
+            f"after:  {short([(r, c) for _, r, c in after], 400)}"
+        )
+
+    async def test_cancellation_propagates(
+        self, model_client: ModelClient, model_samples: ModelSamples
+    ) -> None:
+        """Cancelling a running ``complete`` raises ``CancelledError`` out of it.
+
+        A client that catches the cancellation (a broad ``except`` around a retry loop is the
+        usual culprit) keeps retrying a request nobody waits for, and the run cannot stop.
+        ``not_applicable`` when the client returns within one event-loop tick: it had no await
+        point at which to swallow anything.
+        """
+        samples = require_samples(model_samples, ModelSamples, "model_samples")
+        require_seam(model_client, "model_client", "complete", "async complete(messages)")
+        await assert_cancellation_propagates(
+            model_client.complete(list(samples.messages)),
+            promise="a cancelled complete() lets CancelledError through",
+            what="complete(model_samples.messages)",
+        )
+
+    @unverifiable_promise
+    async def test_failure_is_an_exception(self, model_client: ModelClient) -> None:
+        """An unrecoverable failure is raised as an exception; retries are the client's business.
+
+        The library turns an exception into a step with ``model_error`` and stops ``llm_error``.
+        A client that instead returns an error message as reply text makes the parser read it
+        as the model's answer, and the run goes on with a fabricated turn.
+        """
+        unverifiable(
+            promise=(
+                "an unrecoverable model failure is raised as an exception, not returned as text"
+            ),
+            why=(
+                "the suite cannot make an arbitrary client's endpoint fail, and an error message "
+                "returned as text looks exactly like a reply"
+            ),
+            verify_yourself=(
+                f"in your own tests, point {short(type(model_client).__name__, 60)} at an endpoint "
+                "that fails (HTTP 500 after retries, refused connection) and assert complete() "
+                "raises; the llm_error stop is guarded by polyloop's own loop tests"
+            ),
+        )

@@ -1,0 +1,363 @@
+"""Public Hypothesis strategies for every polyloop value type, record and event.
+
+Use them in your own tests of an implementation (``from polyloop.testing import strategies as
+pst``); the contract suites use the same ones. Every strategy leans towards the values that
+break serialisation and comparisons in practice:
+
+* ``0`` next to ``None``, ``""`` next to ``None`` (a store that maps one onto the other loses
+  information a resume needs: ``step_index=0`` is the first step, ``call_id=None`` is "no id");
+* control characters (``\\x00``, ``\\x1b``, ``\\r``), zero-width and right-to-left marks, astral
+  characters (emoji, mathematical letters) — never lone surrogates, which cannot be encoded as
+  UTF-8 and are not valid text;
+* long text and large integers (``2**53 + 1`` is not representable as a double; ``2**63 - 1`` is
+  the largest SQL ``BIGINT``).
+
+Integers in records are kept in ``0 … 2**63 - 1`` and floats in JSON data are exact binary
+fractions, so every value here has one faithful representation in JSON, SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+from hypothesis import strategies as st
+
+from polyloop.types import (
+    Action,
+    ActionIntent,
+    ActionOutcome,
+    ActionStatus,
+    Budget,
+    Event,
+    FinalAnswer,
+    InvalidDecision,
+    Message,
+    ModelCallIntent,
+    ModelReplied,
+    ModelReply,
+    ParsedReply,
+    Record,
+    RunFinished,
+    RunStarted,
+    StepCompleted,
+    StepRecord,
+    StopReason,
+    canonical_json,
+    parameters_hash,
+)
+
+__all__ = [
+    "NASTY_TEXTS",
+    "action_intent_records",
+    "action_outcomes",
+    "actions",
+    "budgets",
+    "counts",
+    "events",
+    "final_answers",
+    "invalid_decisions",
+    "json_objects",
+    "json_values",
+    "messages",
+    "model_call_intent_records",
+    "model_replied_records",
+    "model_replies",
+    "optional_texts",
+    "parsed_replies",
+    "records",
+    "run_finished_records",
+    "run_ids",
+    "run_logs",
+    "run_started_records",
+    "step_completed_records",
+    "step_records",
+    "texts",
+    "timestamps",
+]
+
+MAX_INT = 2**63 - 1
+
+#: Hand-picked strings that have broken parsers and stores before. ``texts()`` draws from these
+#: often, so a bounded run meets each of them.
+NASTY_TEXTS: tuple[str, ...] = (
+    "",
+    " ",
+    "\x00",
+    "a\x00b",
+    "\r\n\t\x0b\x0c",
+    "\x1b[31mred\x1b[0m",
+    "\x7f\x80\x9f",
+    "\u200b\u200d\ufeff",
+    "\u202eevil\u202c",
+    "\U0001f600\U0001f9ea",
+    "\U0001d518\U0001d52b\U0001d526",
+    "\U0010fffd",
+    "null",
+    "None",
+    "0",
+    '{"tool": "x", "args": {}}',
+    "```\ncode\n```",
+    "\\",
+    '"',
+    "'; DROP TABLE runs; --",
+    "x" * 10_000,
+)
+
+_characters = st.characters(codec="utf-8")  # all of Unicode except lone surrogates
+
+_SHORT = 40
+
+
+def texts(*, max_size: int = _SHORT) -> st.SearchStrategy[str]:
+    """Any text: the nasty strings above, arbitrary Unicode (incl. control and astral chars)."""
+    return st.one_of(
+        st.sampled_from(NASTY_TEXTS),
+        st.text(_characters, max_size=max_size),
+        st.text(st.sampled_from("\x00\x01\x1b\r\n\t\u2028\u0085 a\U0001f600"), max_size=8),
+    )
+
+
+def non_empty_texts(*, max_size: int = _SHORT) -> st.SearchStrategy[str]:
+    """Like :func:`texts` but never ``""``."""
+    return texts(max_size=max_size).filter(bool)
+
+
+def optional_texts(*, max_size: int = _SHORT) -> st.SearchStrategy[str | None]:
+    """``None``, ``""`` and any text — the pair a lossy store confuses."""
+    return st.one_of(st.none(), st.just(""), texts(max_size=max_size))
+
+
+def counts() -> st.SearchStrategy[int]:
+    """Non-negative ints: 0 and 1 often, large values (2**31, 2**53 + 1, 2**63 - 1) too."""
+    return st.one_of(
+        st.sampled_from((0, 1, 2**31 - 1, 2**31, 2**53 + 1, MAX_INT)),
+        st.integers(min_value=0, max_value=MAX_INT),
+    )
+
+
+def timestamps() -> st.SearchStrategy[str]:
+    """UTC ISO-8601 with milliseconds and ``Z``, as the library writes them."""
+    from datetime import UTC, datetime
+
+    return st.datetimes(
+        min_value=datetime(1970, 1, 1), max_value=datetime(2999, 12, 31), timezones=st.none()
+    ).map(lambda d: d.replace(tzinfo=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+
+
+_RUN_ID_HEAD = string.ascii_letters + string.digits
+_RUN_ID_TAIL = _RUN_ID_HEAD + "._-"
+
+
+def run_ids() -> st.SearchStrategy[str]:
+    """Valid run ids: ``[A-Za-z0-9][A-Za-z0-9._-]{0,127}``, including the 1- and 128-char edges."""
+    return st.builds(
+        lambda head, tail: head + tail,
+        st.sampled_from(_RUN_ID_HEAD),
+        st.one_of(
+            st.text(st.sampled_from(_RUN_ID_TAIL), max_size=20),
+            st.text(st.sampled_from(_RUN_ID_TAIL), min_size=127, max_size=127),
+        ),
+    )
+
+
+def _json_scalars() -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.none(),
+        st.booleans(),
+        st.sampled_from((0, -1, 2**53 + 1, -(2**63), MAX_INT)),
+        st.integers(min_value=-(2**63), max_value=MAX_INT),
+        # Exact binary fractions: one faithful decimal form in every JSON backend.
+        st.integers(min_value=-(10**6), max_value=10**6).map(lambda n: n / 8),
+        texts(),
+    )
+
+
+def json_values() -> st.SearchStrategy[Any]:
+    """JSON data: scalars (incl. nasty text, big ints), nested lists and string-keyed objects."""
+    return st.recursive(
+        _json_scalars(),
+        lambda children: st.one_of(
+            st.lists(children, max_size=4),
+            st.dictionaries(texts(max_size=10), children, max_size=4),
+        ),
+        max_leaves=8,
+    )
+
+
+def json_objects() -> st.SearchStrategy[dict[str, Any]]:
+    """A JSON object (string keys), possibly empty."""
+    return st.dictionaries(texts(max_size=10), json_values(), max_size=4)
+
+
+def messages() -> st.SearchStrategy[Message]:
+    """A chat message with any of the three roles and any content."""
+    return st.builds(
+        Message, role=st.sampled_from(("system", "user", "assistant")), content=texts()
+    )
+
+
+def model_replies(*, max_text_size: int = _SHORT) -> st.SearchStrategy[ModelReply]:
+    """Any reply: nasty text and reasoning, ``call_id`` ``None`` or non-empty, usage counts."""
+    return st.builds(
+        ModelReply,
+        text=texts(max_size=max_text_size),
+        reasoning=texts(),
+        call_id=st.one_of(st.none(), non_empty_texts()),
+        usage=st.dictionaries(texts(max_size=12), counts(), max_size=3),
+    )
+
+
+def actions() -> st.SearchStrategy[Action]:
+    """An action: free text, or a tool call with a name and JSON arguments."""
+    return st.builds(
+        Action,
+        text=texts(),
+        tool_name=optional_texts(),
+        tool_args=st.one_of(st.none(), json_objects()),
+    )
+
+
+def final_answers() -> st.SearchStrategy[FinalAnswer]:
+    return st.builds(FinalAnswer, text=texts())
+
+
+def invalid_decisions() -> st.SearchStrategy[InvalidDecision]:
+    return st.builds(InvalidDecision, feedback=texts())
+
+
+def parsed_replies() -> st.SearchStrategy[ParsedReply]:
+    """Any of the three decisions."""
+    return st.one_of(actions(), final_answers(), invalid_decisions())
+
+
+def action_outcomes() -> st.SearchStrategy[ActionOutcome]:
+    return st.builds(
+        ActionOutcome,
+        status=st.sampled_from(ActionStatus),
+        observation=texts(),
+        observation_is_synthetic=st.booleans(),
+        env_reported_completion=st.booleans(),
+        observation_truncated_chars=counts(),
+    )
+
+
+def budgets() -> st.SearchStrategy[Budget]:
+    """Valid budgets: each limit ≥ 1 (1 is the edge that stops a run soonest)."""
+    limit = st.one_of(st.just(1), st.integers(min_value=1, max_value=MAX_INT))
+    return st.builds(
+        Budget,
+        max_steps=limit,
+        max_executed_actions=limit,
+        max_consecutive_parse_failures=limit,
+        max_prompt_chars=limit,
+    )
+
+
+def step_records() -> st.SearchStrategy[StepRecord]:
+    """Well-typed step records (every field independent: not tied to one path of the loop)."""
+    return st.builds(
+        StepRecord,
+        step_index=counts(),
+        raw_output=texts(),
+        response_chars=counts(),
+        reasoning_chars=counts(),
+        action=optional_texts(),
+        parse_ok=st.booleans(),
+        parse_error=optional_texts(),
+        observation=texts(),
+        observation_is_synthetic=st.booleans(),
+        observation_truncated_chars=counts(),
+        prompt_chars=counts(),
+        llm_call_id=st.one_of(st.none(), non_empty_texts()),
+        step_wall_ms=counts(),
+        tool_name=optional_texts(),
+        tool_args_json=st.one_of(st.none(), json_objects().map(canonical_json)),
+        action_status=st.one_of(st.none(), st.sampled_from(ActionStatus)),
+        env_reported_completion=st.booleans(),
+    )
+
+
+def run_started_records(run_id: str | None = None) -> st.SearchStrategy[RunStarted]:
+    """``RunStarted`` with a JSON parameter snapshot and its real hash (``run_id`` if given)."""
+    return st.builds(
+        lambda rid, goal, parameters, started_at: RunStarted(
+            run_id=rid,
+            goal=goal,
+            parameters=parameters,
+            parameters_hash=parameters_hash(parameters),
+            started_at=started_at,
+        ),
+        st.just(run_id) if run_id is not None else run_ids(),
+        texts(),
+        json_objects(),
+        timestamps(),
+    )
+
+
+def model_call_intent_records() -> st.SearchStrategy[ModelCallIntent]:
+    return st.builds(ModelCallIntent, step_index=counts(), prompt_chars=counts())
+
+
+def model_replied_records() -> st.SearchStrategy[ModelReplied]:
+    return st.builds(ModelReplied, step_index=counts(), reply=model_replies())
+
+
+def action_intent_records() -> st.SearchStrategy[ActionIntent]:
+    return st.builds(ActionIntent, step_index=counts(), action=actions())
+
+
+def step_completed_records() -> st.SearchStrategy[StepCompleted]:
+    return st.builds(
+        StepCompleted,
+        step=step_records(),
+        executor_observation=optional_texts(),
+        model_error=optional_texts(),
+    )
+
+
+def run_finished_records() -> st.SearchStrategy[RunFinished]:
+    return st.builds(
+        RunFinished,
+        stop_reason=st.sampled_from(StopReason),
+        final_answer=optional_texts(),
+        executed_actions=counts(),
+        finished_at=timestamps(),
+    )
+
+
+def records() -> st.SearchStrategy[Record]:
+    """Any one of the six record kinds."""
+    return st.one_of(
+        run_started_records(),
+        model_call_intent_records(),
+        model_replied_records(),
+        action_intent_records(),
+        step_completed_records(),
+        run_finished_records(),
+    )
+
+
+def events() -> st.SearchStrategy[Event]:
+    """An event: any run id, any sequence (0 included), any record."""
+    return st.builds(Event, run_id=run_ids(), sequence=counts(), record=records())
+
+
+def _middle_records() -> st.SearchStrategy[Record]:
+    return st.one_of(
+        model_call_intent_records(),
+        model_replied_records(),
+        action_intent_records(),
+        step_completed_records(),
+    )
+
+
+def run_logs(run_id: str, *, max_middle: int = 6) -> st.SearchStrategy[tuple[Record, ...]]:
+    """A log a store must accept in order: ``RunStarted``, then intents/replies/steps, then
+    (sometimes) ``RunFinished``. Every middle kind appears in generated logs."""
+    return st.builds(
+        lambda start, middle, finish: (start, *middle, *finish),
+        run_started_records(run_id),
+        st.lists(_middle_records(), max_size=max_middle),
+        st.one_of(st.just(()), run_finished_records().map(lambda r: (r,))),
+    )
