@@ -643,9 +643,10 @@ def record_from_json(text: str | bytes) -> Record:
     if not isinstance(data, dict):
         raise ValueError("malformed record: expected a JSON object")
     kind = data.get("kind")
+    if not isinstance(kind, str):  # checked first: a list or an object cannot be looked up
+        raise ValueError(f"malformed record: field 'kind' must be a str, got {type(kind).__name__}")
     if kind not in _KINDS:
         raise SchemaVersionError(f"unknown record kind {kind!r}")
-    assert isinstance(kind, str)
     d = _Decoder(f"{kind} record", data)
     version = _check_version(f"{kind} record", d.get("schema_version", _is_str, "a str"))
     return _decode_record(kind, d, version)
