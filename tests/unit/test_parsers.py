@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from polyloop import Action, FinalAnswer, InvalidDecision, ModelReply
 from polyloop.parsers import CodeBlockParser, JsonToolCallParser
+from polyloop.ports import DecisionParser
 
 
 def reply(text: str) -> ModelReply:
@@ -240,7 +241,11 @@ def test_empty_configuration_is_refused(kwargs):
 
 # --------------------------------------------------------------------------- both: total, pure
 
-PARSERS = [JsonToolCallParser(), CodeBlockParser(), JsonToolCallParser(final_answer_key=None)]
+PARSERS: list[DecisionParser] = [
+    JsonToolCallParser(),
+    CodeBlockParser(),
+    JsonToolCallParser(final_answer_key=None),
+]
 
 # Pieces that steer random text into the parsers' interesting paths.
 FRAGMENTS = st.sampled_from(
