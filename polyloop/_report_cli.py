@@ -1,0 +1,295 @@
+"""``polyloop report FILE`` and ``polyloop report diff OLD NEW``: read conformance reports.
+
+Standard library only: it reads the JSON that ``pytest --polyloop-conformance
+--polyloop-report PATH.json`` wrote (schema ``polyloop-conformance/1``), so it works where
+neither pytest nor the test kit is installed. The same text renderer prints the plugin's
+terminal section. ``add_report_commands(subparsers)`` plugs both commands into the
+``polyloop`` console script; ``python -m polyloop._report_cli`` runs them standalone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ReportDiff",
+    "ReportError",
+    "add_report_commands",
+    "diff_reports",
+    "load_report",
+    "main",
+    "render_markdown",
+    "render_text",
+    "run_report_command",
+]
+
+SCHEMA = "polyloop-conformance/1"
+OUTCOMES = (
+    "held",
+    "violated",
+    "unverifiable",
+    "not_applicable",
+    "waived",
+    "stale_waiver",
+    "overridden",
+    "pending",
+)
+# The promises a reader must look at, in the order they are listed, with their headings.
+_ATTENTION = (
+    ("violated", "violated"),
+    ("stale_waiver", "stale waiver (the promise holds: remove the waiver)"),
+    ("overridden", "overridden (not checked as written)"),
+    ("pending", "pending (violated, but not yet held in the baseline)"),
+    ("waived", "waived"),
+    ("unverifiable", "unverifiable here (verify it yourself)"),
+)
+_VERDICT_TEXT = {
+    "conformant": "conformant",
+    "violations": "VIOLATIONS",
+    "incomplete": "INCOMPLETE (promises missing, none held, or overridden without a waiver)",
+    "no_implementations": "NO IMPLEMENTATIONS FOUND",
+}
+
+
+class ReportError(Exception):
+    """A file is not a readable ``polyloop-conformance/1`` report."""
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    """Read and check a JSON report; raise :class:`ReportError` naming the file otherwise."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ReportError(f"{path}: cannot read the report: {error.strerror or error}") from error
+    except ValueError as error:
+        raise ReportError(f"{path}: not JSON: {error}") from error
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise ReportError(f"{path}: not a {SCHEMA} report (schema: {found!r})")
+    implementations = data.get("implementations")
+    if not isinstance(implementations, list) or not all(
+        isinstance(item, dict) and isinstance(item.get("promises"), list)
+        for item in implementations
+    ):
+        raise ReportError(f"{path}: 'implementations' must be a list of objects with 'promises'")
+    return data
+
+
+def _counts_text(counts: Mapping[str, int]) -> str:
+    return "  ".join(f"{name} {counts.get(name, 0)}" for name in OUTCOMES if counts.get(name, 0))
+
+
+def _indent(text: str, prefix: str) -> list[str]:
+    return [prefix + line for line in text.splitlines() if line.strip()]
+
+
+def render_text(report: Mapping[str, Any]) -> str:
+    """The report as terminal text: one line per implementation, then each promise to look at."""
+    lines = [
+        f"verdict: {_VERDICT_TEXT.get(report['verdict'], report['verdict'])}",
+        f"kit {report.get('kit_version')}  suite {report.get('suite_hash')}  "
+        f"pytest {report.get('pytest_version')}  python {report.get('python_version')}",
+    ]
+    implementations = report.get("implementations", [])
+    width = max((len(item["id"]) for item in implementations), default=0)
+    for item in implementations:
+        lines.append(
+            f"{item['id']:<{width}}  {item['seam']:<16} {item['collected']}/{item['catalogue']} "
+            f"promises  {_counts_text(item['counts'])}  ({item['source']})"
+        )
+        missing = item.get("missing") or []
+        if missing:
+            lines.append(f"{'':<{width}}  not run: {', '.join(missing)}")
+    for outcome, heading in _ATTENTION:
+        entries = [
+            (item, promise)
+            for item in implementations
+            for promise in item["promises"]
+            if promise["outcome"] == outcome
+        ]
+        if not entries:
+            continue
+        lines.append("")
+        lines.append(f"{heading}:")
+        for item, promise in entries:
+            lines.append(f"  {item['id']}  {promise['id']} — {promise['promise']}")
+            if promise.get("waiver_reason"):
+                lines.append(f"      waiver: {promise['waiver_reason']}")
+            if outcome == "unverifiable":
+                lines.append(f"      why: {promise.get('why')}")
+                lines.append(f"      verify it yourself: {promise.get('verify_yourself')}")
+            elif promise.get("detail") and outcome in ("violated", "pending"):
+                lines.extend(_indent(promise["detail"], "      "))
+            if outcome in ("violated", "stale_waiver", "pending"):
+                lines.append(f"      rerun: pytest --polyloop-conformance '{promise['nodeid']}'")
+    return "\n".join(lines) + "\n"
+
+
+def _md_cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """The report as Markdown (a table per implementation, the promises to look at)."""
+    out = [
+        "## polyloop conformance",
+        "",
+        f"**Verdict: {_VERDICT_TEXT.get(report['verdict'], report['verdict'])}** — kit "
+        f"`{report.get('kit_version')}`, suite `{report.get('suite_hash')}`",
+        "",
+        "| implementation | seam | promises | " + " | ".join(OUTCOMES) + " |",
+        "|---|---|---|" + "---|" * len(OUTCOMES),
+    ]
+    for item in report.get("implementations", []):
+        counts = item["counts"]
+        out.append(
+            f"| `{_md_cell(item['id'])}` | {item['seam']} "
+            f"| {item['collected']}/{item['catalogue']} | "
+            + " | ".join(str(counts.get(name, 0)) for name in OUTCOMES)
+            + " |"
+        )
+    for outcome, heading in _ATTENTION:
+        entries = [
+            (item, promise)
+            for item in report.get("implementations", [])
+            for promise in item["promises"]
+            if promise["outcome"] == outcome
+        ]
+        if not entries:
+            continue
+        out += ["", f"### {heading}", ""]
+        for item, promise in entries:
+            line = f"- `{item['id']}` `{promise['id']}` — {_md_cell(promise['promise'])}"
+            if promise.get("waiver_reason"):
+                line += f" (waiver: {_md_cell(promise['waiver_reason'])})"
+            if outcome == "unverifiable" and promise.get("verify_yourself"):
+                line += f" — verify it yourself: {_md_cell(promise['verify_yourself'])}"
+            out.append(line)
+            if outcome in ("violated", "pending") and promise.get("detail"):
+                out += ["", "  ```", *_indent(promise["detail"], "  "), "  ```"]
+    return "\n".join(out) + "\n"
+
+
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportDiff:
+    """What changed between two reports, keyed by (implementation id, promise id)."""
+
+    regressed: list[Key] = field(default_factory=list)
+    recovered: list[Key] = field(default_factory=list)
+    appeared: list[tuple[Key, str]] = field(default_factory=list)
+    disappeared: list[tuple[Key, str]] = field(default_factory=list)
+    changed: list[tuple[Key, str, str]] = field(default_factory=list)
+
+
+def _outcomes_by_key(report: Mapping[str, Any]) -> dict[Key, str]:
+    return {
+        (item["id"], promise["id"]): promise["outcome"]
+        for item in report.get("implementations", [])
+        for promise in item["promises"]
+    }
+
+
+def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> ReportDiff:
+    """Regressions (held → violated), recoveries (violated/pending → held), appeared and
+    disappeared promises, and any other outcome change."""
+    before, after = _outcomes_by_key(old), _outcomes_by_key(new)
+    diff = ReportDiff()
+    for key in sorted(before.keys() | after.keys()):
+        was, now = before.get(key), after.get(key)
+        if was is None and now is not None:
+            diff.appeared.append((key, now))
+        elif now is None and was is not None:
+            diff.disappeared.append((key, was))
+        elif was == "held" and now == "violated":
+            diff.regressed.append(key)
+        elif was in ("violated", "pending") and now == "held":
+            diff.recovered.append(key)
+        elif was != now and was is not None and now is not None:
+            diff.changed.append((key, was, now))
+    return diff
+
+
+def render_diff(diff: ReportDiff, old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """The diff as text, regressions first."""
+    lines = [f"verdict: {old.get('verdict')} → {new.get('verdict')}"]
+    if old.get("suite_hash") != new.get("suite_hash"):
+        lines.append(f"suite: {old.get('suite_hash')} → {new.get('suite_hash')}")
+    sections: list[tuple[str, list[str]]] = [
+        ("regressed (held → violated)", [f"{i}  {p}" for i, p in diff.regressed]),
+        ("recovered", [f"{i}  {p}" for i, p in diff.recovered]),
+        ("appeared", [f"{i}  {p}  ({o})" for (i, p), o in diff.appeared]),
+        ("disappeared", [f"{i}  {p}  (was {o})" for (i, p), o in diff.disappeared]),
+        ("changed", [f"{i}  {p}  {a} → {b}" for (i, p), a, b in diff.changed]),
+    ]
+    for heading, entries in sections:
+        lines.append(f"{heading}: {len(entries)}")
+        lines.extend(f"  {entry}" for entry in entries)
+    return "\n".join(lines) + "\n"
+
+
+def add_report_commands(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``report FILE`` and ``report diff OLD NEW`` to an argparse subparsers object.
+
+    The handler is stored as the ``func`` default: ``args.func(args)`` returns the exit status
+    (0; 1 when ``diff`` finds a regression; 2 for a file that is not a report).
+    """
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "report",
+        help="show a conformance report, or diff two",
+        description="polyloop report FILE: show a conformance report (JSON from "
+        "pytest --polyloop-conformance --polyloop-report FILE). polyloop report diff OLD NEW: "
+        "list promises that regressed (held → violated), recovered, appeared and disappeared; "
+        "exit 1 on any regression.",
+    )
+    parser.add_argument(
+        "paths", nargs="+", metavar="FILE | diff OLD NEW", help="a report, or: diff OLD NEW"
+    )
+    parser.add_argument("--markdown", action="store_true", help="render FILE as Markdown")
+    parser.set_defaults(func=run_report_command, report_parser=parser)
+    return parser
+
+
+def run_report_command(args: argparse.Namespace) -> int:
+    """Run ``report`` from parsed arguments; return the exit status."""
+    paths: Sequence[str] = args.paths
+    try:
+        if paths[0] == "diff":
+            if len(paths) != 3:
+                print("usage: polyloop report diff OLD NEW", file=sys.stderr)
+                return 2
+            old, new = load_report(paths[1]), load_report(paths[2])
+            diff = diff_reports(old, new)
+            sys.stdout.write(render_diff(diff, old, new))
+            return 1 if diff.regressed else 0
+        if len(paths) != 1:
+            print("usage: polyloop report FILE  |  polyloop report diff OLD NEW", file=sys.stderr)
+            return 2
+        report = load_report(paths[0])
+    except ReportError as error:
+        print(f"polyloop report: {error}", file=sys.stderr)
+        return 2
+    sys.stdout.write(render_markdown(report) if args.markdown else render_text(report))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m polyloop._report_cli report …``."""
+    parser = argparse.ArgumentParser(prog="polyloop")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    add_report_commands(subparsers)
+    args = parser.parse_args(argv)
+    status: int = args.func(args)
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""Generated suites: one subclass of the seam's suite per implementation, and its collectors.
+
+The generated class overrides the suite's seam fixture (and samples fixture) with a fixture
+that takes the user's tagged fixture *by name as a real argument*, so pytest resolves it like
+any fixture dependency: a parametrised fixture fans out to one implementation per param, an
+async fixture is set up by pytest-asyncio in its own loop scope.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_polyloop._discovery import Implementation
+from pytest_polyloop._registry import RegisteredSeam
+
+__all__ = ["GENERATED_ATTRIBUTE", "GeneratedSuite", "HolderModule", "generate_suite", "suite_name"]
+
+GENERATED_ATTRIBUTE = "__polyloop_implementation__"
+_NOT_NAME = re.compile(r"[^0-9A-Za-z_]+")
+
+
+def suite_name(suite: type[Any], implementation_id: str) -> str:
+    """``<Suite>__<id>`` with only ``[0-9A-Za-z_]``: addressable on the command line and by
+    ``--lf`` (a ``[`` or ``::`` inside a collector name breaks both)."""
+    return f"{suite.__name__}__{_NOT_NAME.sub('_', implementation_id).strip('_') or 'impl'}"
+
+
+def _passthrough_fixture(name: str, source: str) -> Any:
+    """A fixture ``name`` that returns the fixture ``source``, requested as a real argument."""
+
+    def passthrough(self: object, **requested: object) -> object:
+        return requested[source]
+
+    passthrough.__name__ = name
+    passthrough.__qualname__ = name
+    passthrough.__doc__ = f"The implementation under test: the value of the `{source}` fixture."
+    passthrough.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter(source, inspect.Parameter.KEYWORD_ONLY),
+        ]
+    )
+    return pytest.fixture(name=name)(passthrough)
+
+
+def generate_suite(
+    implementation: Implementation, registered: RegisteredSeam, module_name: str
+) -> type[Any]:
+    """The suite subclass for one implementation (the kit adds the asyncio mark and waivers)."""
+    suite = registered.suite
+    name = suite_name(suite, implementation.id)
+    namespace: dict[str, Any] = {
+        "__module__": module_name,
+        "__qualname__": name,
+        "__doc__": f"{suite.__name__} run against the `{implementation.fixture}` fixture.",
+        "__test__": True,
+        GENERATED_ATTRIBUTE: implementation,
+        "waive": dict(implementation.waive),
+        "loop_scope": implementation.loop_scope,
+        registered.suite.seam: _passthrough_fixture(suite.seam, implementation.fixture),
+    }
+    if registered.samples_fixture is not None and implementation.samples is not None:
+        namespace[registered.samples_fixture] = _passthrough_fixture(
+            registered.samples_fixture, implementation.samples
+        )
+    generated: type[Any] = type(name, (suite,), namespace)
+    return generated
+
+
+class GeneratedSuite(pytest.Class):
+    """The collector of a generated class (``pytest.Class.from_parent`` ignores ``obj``)."""
+
+    def __init__(self, *args: Any, suite_class: type[Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._suite_class = suite_class
+
+    def _getobj(self) -> type[Any]:
+        return self._suite_class
+
+
+class HolderModule(pytest.Module):
+    """A module node for a file that pytest does not collect itself (a ``conftest.py``, the ini
+    file): it holds only generated suites, so node ids read
+    ``tests/conftest.py::ActionExecutorContract__my_executor::test_returns_all_five_fields``."""
+
+    def __init__(self, *args: Any, holder: types.ModuleType, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._holder = holder
+
+    def _getobj(self) -> types.ModuleType:
+        return self._holder
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        # Its fixtures are already registered (a conftest's, at its directory); the generated
+        # suites are added by the plugin's collection hook, like for any module.
+        return []
+
+
+def make_holder_module(
+    parent: pytest.Collector, path: Path, holder: types.ModuleType
+) -> HolderModule:
+    """Create the :class:`HolderModule` node for ``path`` under ``parent``."""
+    node: HolderModule = HolderModule.from_parent(parent, path=path, holder=holder)
+    return node
+
+
+def make_suite_node(parent: pytest.Collector, suite_class: type[Any]) -> GeneratedSuite:
+    """Create the :class:`GeneratedSuite` node for a generated class under ``parent``."""
+    node: GeneratedSuite = GeneratedSuite.from_parent(
+        parent, name=suite_class.__name__, suite_class=suite_class
+    )
+    return node
+
+
+def is_generated(cls: object) -> bool:
+    """Whether ``cls`` is a class this module generated."""
+    return isinstance(cls, type) and GENERATED_ATTRIBUTE in cls.__dict__
+
+
+def implementation_of(cls: type[Any]) -> Implementation:
+    """The implementation a generated class was made for."""
+    implementation: Implementation = cls.__dict__[GENERATED_ATTRIBUTE]
+    return implementation

@@ -1,0 +1,185 @@
+"""From pytest's results to one outcome per (implementation, promise).
+
+Input is plain data (:class:`PhaseResult`, built from each ``TestReport`` — the same data
+arrives from xdist workers), output is a :class:`Judgement`. No pytest objects here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["OUTCOMES", "Judgement", "PhaseResult", "classify", "phase_result"]
+
+Outcome = Literal[
+    "held",
+    "violated",
+    "unverifiable",
+    "not_applicable",
+    "waived",
+    "stale_waiver",
+    "overridden",
+    "pending",
+]
+OUTCOMES: tuple[Outcome, ...] = (
+    "held",
+    "violated",
+    "unverifiable",
+    "not_applicable",
+    "waived",
+    "stale_waiver",
+    "overridden",
+    "pending",
+)
+PROPERTY_ITEM = "polyloop"
+PROPERTY_SKIP = "polyloop_skip"
+_STRICT_XPASS = "[XPASS(strict)]"
+_WAIVED_PREFIX = "waived: "
+_DETAIL_LIMIT = 4000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PhaseResult:
+    """One phase (setup/call/teardown) of one contract item, as plain data."""
+
+    when: str
+    outcome: str
+    duration: float
+    text: str = ""
+    crash: str = ""
+    skip_reason: str = ""
+    wasxfail: str | None = None
+    contract_skip: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Judgement:
+    """The outcome of one promise for one implementation, with its reasons."""
+
+    outcome: Outcome
+    duration_s: float
+    detail: str | None = None
+    why: str | None = None
+    verify_yourself: str | None = None
+    promise: str | None = None
+    waiver_reason: str | None = None
+
+
+def phase_result(report: Any) -> PhaseResult:
+    """Plain data from a pytest ``TestReport`` (works on reports rebuilt from xdist workers)."""
+    skip_reason = ""
+    longrepr = report.longrepr
+    if report.outcome == "skipped" and isinstance(longrepr, tuple) and len(longrepr) == 3:
+        skip_reason = str(longrepr[2])
+    crash = ""
+    reprcrash = getattr(longrepr, "reprcrash", None)
+    if reprcrash is not None:
+        crash = str(getattr(reprcrash, "message", ""))
+    contract_skip = None
+    for name, value in report.user_properties:
+        if name == PROPERTY_SKIP and isinstance(value, Mapping):
+            contract_skip = {str(key): str(part) for key, part in value.items()}
+    return PhaseResult(
+        when=str(report.when),
+        outcome=str(report.outcome),
+        duration=float(getattr(report, "duration", 0.0) or 0.0),
+        text=report.longreprtext if report.outcome == "failed" else "",
+        crash=crash,
+        skip_reason=skip_reason,
+        wasxfail=getattr(report, "wasxfail", None),
+        contract_skip=contract_skip,
+    )
+
+
+def _violation_detail(phase: PhaseResult) -> str:
+    """The assertion message, plus the falsifying example of a Hypothesis promise."""
+    text = phase.text
+    last_line = text.strip().splitlines()[-1] if text.strip() else ""
+    parts = [phase.crash or last_line]
+    marker = text.find("Falsifying example")
+    if marker != -1:
+        parts.append(text[marker:].strip())
+    if phase.when != "call":
+        parts.insert(0, f"error in {phase.when}:")
+    detail = "\n".join(part for part in parts if part)
+    return detail[:_DETAIL_LIMIT] or f"{phase.when} failed"
+
+
+def _waiver_from(reason: str | None) -> str | None:
+    if reason is None:
+        return None
+    return reason.removeprefix(_WAIVED_PREFIX)
+
+
+def classify(
+    phases: Sequence[PhaseResult],
+    *,
+    overridden: bool = False,
+    waiver_reason: str | None = None,
+    parse_skip: Callable[[str], Mapping[str, str] | None] = lambda text: None,
+) -> Judgement | None:
+    """The outcome of one promise test from its phases; ``None`` if it never reported.
+
+    Order of precedence: a real failure or error is ``violated`` (also for an overridden test:
+    a failure must not hide behind "overridden"); then ``overridden`` (the promise was not checked
+    as written); then a pass under a waiver is ``stale_waiver``, a failure under one ``waived``;
+    then the skips; else ``held``.
+    """
+    if not phases:
+        return None
+    duration = round(sum(phase.duration for phase in phases), 6)
+    stale = [
+        phase
+        for phase in phases
+        if (phase.outcome == "failed" and phase.text.lstrip().startswith(_STRICT_XPASS))
+        or (phase.outcome == "passed" and phase.wasxfail is not None)
+    ]
+    failures = [
+        phase
+        for phase in phases
+        if phase.outcome == "failed" and not any(phase is other for other in stale)
+    ]
+    if failures:
+        return Judgement(
+            outcome="violated",
+            duration_s=duration,
+            detail=_violation_detail(failures[0]),
+            waiver_reason=waiver_reason,
+        )
+    if overridden:
+        return Judgement(outcome="overridden", duration_s=duration, waiver_reason=waiver_reason)
+    if stale:
+        return Judgement(
+            outcome="stale_waiver",
+            duration_s=duration,
+            detail="the promise held although it is waived: remove the waiver",
+            waiver_reason=waiver_reason or _waiver_from(stale[0].wasxfail),
+        )
+    for phase in phases:
+        if phase.outcome != "skipped":
+            continue
+        if phase.wasxfail is not None:
+            return Judgement(
+                outcome="waived",
+                duration_s=duration,
+                waiver_reason=waiver_reason or _waiver_from(phase.wasxfail),
+            )
+        parts = phase.contract_skip or parse_skip(phase.skip_reason)
+        if parts is not None and parts.get("outcome") in ("unverifiable", "not_applicable"):
+            outcome: Outcome = (
+                "unverifiable" if parts["outcome"] == "unverifiable" else "not_applicable"
+            )
+            return Judgement(
+                outcome=outcome,
+                duration_s=duration,
+                promise=parts.get("promise"),
+                why=parts.get("why"),
+                verify_yourself=parts.get("verify_yourself"),
+            )
+        return Judgement(
+            outcome="not_applicable",
+            duration_s=duration,
+            why=phase.skip_reason.removeprefix("Skipped: ") or "skipped",
+        )
+    return Judgement(outcome="held", duration_s=duration)

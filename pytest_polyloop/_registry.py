@@ -1,0 +1,78 @@
+"""The seam registry: seam name → contract suite and the samples fixture it needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RegisteredSeam", "SeamRegistry"]
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredSeam:
+    """One seam: its name, the suite (a ``polyloop.testing.ContractBase`` subclass) and the
+    name of the samples fixture the suite needs (``None`` if it needs none)."""
+
+    name: str
+    suite: type[Any]
+    samples_fixture: str | None
+
+
+class SeamRegistry:
+    """What ``pytest_polyloop_register_seams`` fills: one suite per seam name."""
+
+    def __init__(self, contract_base: type[Any]) -> None:
+        self._contract_base = contract_base
+        self._seams: dict[str, RegisteredSeam] = {}
+
+    def add(self, name: str, suite: type[Any], samples_fixture: str | None = None) -> None:
+        """Register ``suite`` as the contract suite of seam ``name``.
+
+        ``suite`` must be a suite (a subclass of ``polyloop.testing.ContractBase`` whose body sets
+        ``seam = name``); ``samples_fixture`` is the fixture name the suite reads samples from, or
+        ``None``. Registering the same seam twice with a different suite is an error.
+        """
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"a seam name must be an identifier, got {name!r}")
+        if not (isinstance(suite, type) and issubclass(suite, self._contract_base)):
+            raise TypeError(
+                f"the suite for seam {name!r} must be a polyloop.testing.ContractBase subclass, "
+                f"got {suite!r}"
+            )
+        if getattr(suite, "seam", None) != name:
+            raise ValueError(
+                f"the suite {suite.__qualname__} declares seam {getattr(suite, 'seam', None)!r}, "
+                f"not {name!r}: the seam name is the fixture the suite needs"
+            )
+        if samples_fixture is not None and not (
+            isinstance(samples_fixture, str) and samples_fixture.isidentifier()
+        ):
+            raise ValueError(
+                f"samples_fixture must be a fixture name or None, got {samples_fixture!r}"
+            )
+        existing = self._seams.get(name)
+        if existing is not None and existing.suite is not suite:
+            raise ValueError(
+                f"seam {name!r} is already registered with {existing.suite.__qualname__}; "
+                f"cannot register {suite.__qualname__} too"
+            )
+        self._seams[name] = RegisteredSeam(name, suite, samples_fixture)
+
+    def get(self, name: str) -> RegisteredSeam | None:
+        """The seam registered as ``name``, or ``None``."""
+        return self._seams.get(name)
+
+    def names(self) -> list[str]:
+        """The registered seam names, sorted."""
+        return sorted(self._seams)
+
+    def seams(self) -> list[RegisteredSeam]:
+        """Every registered seam, sorted by name."""
+        return [self._seams[name] for name in sorted(self._seams)]
+
+    def suite_of(self, cls: type[Any]) -> RegisteredSeam | None:
+        """The registered seam whose suite ``cls`` inherits (a concrete subclass), or ``None``."""
+        for seam in self._seams.values():
+            if cls is not seam.suite and issubclass(cls, seam.suite):
+                return seam
+        return None

@@ -1,0 +1,204 @@
+"""The conformance report, built from data: implementations, results, baseline → a dict.
+
+The JSON, Markdown and terminal writers only render what this module built.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pytest_polyloop._outcomes import OUTCOMES, Judgement, PhaseResult, classify
+
+__all__ = ["SCHEMA", "build_report", "load_baseline", "schema", "verdict_exit_status"]
+
+SCHEMA = "polyloop-conformance/1"
+BaselineKey = tuple[str, str]
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of the report (``report.schema.json``, shipped in this package)."""
+    text = resources.files("pytest_polyloop").joinpath("report.schema.json").read_text("utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def load_baseline(path: Path) -> dict[BaselineKey, str]:
+    """``(implementation id, promise id) → outcome`` from an earlier JSON report.
+
+    Raises ``ValueError`` naming the file if it is not a ``polyloop-conformance/1`` report.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(
+            f"--polyloop-baseline {path}: cannot read a JSON report ({error})"
+        ) from error
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ValueError(
+            f"--polyloop-baseline {path}: not a {SCHEMA} report "
+            f"(schema is {data.get('schema') if isinstance(data, dict) else None!r})"
+        )
+    outcomes: dict[BaselineKey, str] = {}
+    for implementation in data.get("implementations", []):
+        for promise in implementation.get("promises", []):
+            outcomes[(implementation["id"], promise["id"])] = promise["outcome"]
+    return outcomes
+
+
+def _first_paragraph(doc: str) -> str:
+    return " ".join(doc.strip().split("\n\n")[0].split())
+
+
+def _promise_entry(
+    promise_id: str,
+    nodeid: str,
+    judgement: Judgement,
+    doc: str,
+    baseline: Mapping[BaselineKey, str] | None,
+    implementation_id: str,
+) -> dict[str, Any]:
+    outcome = judgement.outcome
+    detail = judgement.detail
+    if outcome == "violated" and baseline is not None:
+        before = baseline.get((implementation_id, promise_id))
+        if before is None or before == "pending":
+            outcome = "pending"
+            detail = (
+                f"{detail}\n(pending: not held in the baseline yet, so it does not fail the run)"
+                if detail
+                else "pending: not held in the baseline yet"
+            )
+    return {
+        "id": promise_id,
+        "outcome": outcome,
+        "nodeid": nodeid,
+        "duration_s": judgement.duration_s,
+        "promise": judgement.promise or _first_paragraph(doc),
+        "why": judgement.why,
+        "verify_yourself": judgement.verify_yourself,
+        "detail": detail,
+        "waiver_reason": judgement.waiver_reason,
+    }
+
+
+def build_implementation(
+    record: Mapping[str, Any],
+    results: Mapping[str, Sequence[PhaseResult]],
+    baseline: Mapping[BaselineKey, str] | None,
+    parse_skip: Callable[[str], Mapping[str, str] | None],
+) -> dict[str, Any]:
+    """One implementation's entry from its discovery record and the results of its items."""
+    docs = {entry["id"]: entry["doc"] for entry in record["catalogue"]}
+    waive: Mapping[str, str] = record["waive"]
+    overridden = set(record["overridden"])
+    promises = []
+    for nodeid, promise_id in sorted(record["items"].items(), key=lambda pair: pair[1]):
+        judgement = classify(
+            results.get(nodeid, ()),
+            overridden=promise_id in overridden,
+            waiver_reason=waive.get(promise_id),
+            parse_skip=parse_skip,
+        )
+        if judgement is None:
+            continue  # collected but never run (-x, a crash): counted as missing
+        promises.append(
+            _promise_entry(promise_id, nodeid, judgement, docs[promise_id], baseline, record["id"])
+        )
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for promise in promises:
+        counts[promise["outcome"]] += 1
+    reported = {promise["id"] for promise in promises}
+    return {
+        "id": record["id"],
+        "seam": record["seam"],
+        "fixture": record["fixture"],
+        "source": record["source"],
+        "suite_hash": record["suite_hash"],
+        "counts": counts,
+        "collected": len(reported),
+        "catalogue": len(docs),
+        "missing": sorted(set(docs) - reported),
+        "promises": promises,
+    }
+
+
+def _is_incomplete(implementation: Mapping[str, Any], waive: Mapping[str, str]) -> bool:
+    if implementation["collected"] < implementation["catalogue"]:
+        return True
+    if implementation["counts"]["held"] == 0:
+        return True  # an empty contract never passes trivially
+    return any(
+        promise["outcome"] == "overridden" and not waive.get(promise["id"])
+        for promise in implementation["promises"]
+    )
+
+
+def build_report(
+    *,
+    records: Sequence[Mapping[str, Any]],
+    results: Mapping[str, Sequence[PhaseResult]],
+    baseline: Mapping[BaselineKey, str] | None,
+    parse_skip: Callable[[str], Mapping[str, str] | None],
+    kit_version: str,
+    suite_hash: str,
+    pytest_version: str,
+    python_version: str,
+    created_at: str,
+) -> dict[str, Any]:
+    """The whole report (schema ``polyloop-conformance/1``) with its verdict."""
+    implementations = [
+        build_implementation(record, results, baseline, parse_skip)
+        for record in sorted(records, key=lambda record: str(record["id"]))
+    ]
+    waivers = {record["id"]: record["waive"] for record in records}
+    if not implementations:
+        verdict = "no_implementations"
+    elif any(
+        item["counts"]["violated"] or item["counts"]["stale_waiver"] for item in implementations
+    ):
+        verdict = "violations"
+    elif any(_is_incomplete(item, waivers[item["id"]]) for item in implementations):
+        verdict = "incomplete"
+    else:
+        verdict = "conformant"
+    return {
+        "schema": SCHEMA,
+        "kit_version": kit_version,
+        "suite_hash": suite_hash,
+        "pytest_version": pytest_version,
+        "python_version": python_version,
+        "created_at": created_at,
+        "verdict": verdict,
+        "implementations": implementations,
+    }
+
+
+def verdict_exit_status(verdict: str) -> int:
+    """0 conformant, 1 violations/incomplete, 5 no implementations."""
+    return {"conformant": 0, "violations": 1, "incomplete": 1, "no_implementations": 5}[verdict]
+
+
+def write_json(report: Mapping[str, Any], path: Path) -> None:
+    """Write the report as indented JSON (parent directories are created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def write_markdown(markdown: str, path: Path | None) -> list[Path]:
+    """Write ``markdown`` to ``path`` and append it to ``$GITHUB_STEP_SUMMARY`` when set."""
+    written = []
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(markdown, encoding="utf-8")
+        written.append(path)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as stream:
+            stream.write(markdown)
+        written.append(Path(summary))
+    return written
