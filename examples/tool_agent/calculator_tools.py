@@ -1,0 +1,87 @@
+"""The example's tools: a safe arithmetic calculator and a ``submit`` completion marker."""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+
+from polyloop import Tool, ToolRegistry
+
+_BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def _evaluate(node: ast.AST) -> float:
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body)
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    ):
+        return float(node.value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        right = _evaluate(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > 100:
+            raise ValueError("exponents above 100 are refused")
+        return _BINARY[type(node.op)](_evaluate(node.left), right)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_evaluate(node.operand))
+    raise ValueError(f"unsupported expression element: {type(node).__name__}")
+
+
+def calculator(expression: str) -> str:
+    """Evaluate arithmetic (numbers, + - * / // % ** and parentheses); never ``eval``."""
+    if len(expression) > 200:
+        raise ValueError("expressions are limited to 200 characters")
+    value = _evaluate(ast.parse(expression, mode="eval"))
+    return str(int(value) if value.is_integer() else value)
+
+
+def submit(answer: str) -> str:
+    """Hand in the answer. Executing this tool completes the task (a completion marker)."""
+    return f"submitted: {answer}"
+
+
+def build_registry() -> ToolRegistry:
+    return ToolRegistry(
+        [
+            Tool(
+                name="calculator",
+                description="Evaluate an arithmetic expression, e.g. '6 * 7'.",
+                parameters={
+                    "type": "object",
+                    "properties": {"expression": {"type": "string"}},
+                    "required": ["expression"],
+                    "additionalProperties": False,
+                },
+                func=calculator,
+                replayable=True,  # pure: safe to re-execute after a crash
+            ),
+            Tool(
+                name="submit",
+                description="Hand in the final answer; this completes the task.",
+                parameters={
+                    "type": "object",
+                    "properties": {"answer": {"type": "string"}},
+                    "required": ["answer"],
+                    "additionalProperties": False,
+                },
+                func=submit,
+                completion_marker=True,
+                replayable=False,
+            ),
+        ]
+    )
