@@ -206,3 +206,26 @@ async def test_a_cancelled_resume_logs_cancelled_and_reraises():
     assert log.finished is not None
     assert log.finished.stop_reason is StopReason.CANCELLED
     assert log.finished.executed_actions == 2
+
+
+async def test_a_run_under_asyncio_timeout_ends_in_timeout_error_with_the_log_cancelled():
+    seams = script(act(), final())
+    model = GatedModel(seams.model, at_call=1)
+    store = MemoryStore()
+
+    async def run_until_the_deadline_fires_during_the_model_call() -> None:
+        async with asyncio.timeout(None) as deadline:
+            task = asyncio.ensure_future(
+                polyloop.run(agent(), GOAL, store=store, run_id="r", model=model,
+                             parser=seams.parser, executor=seams.executor)
+            )  # fmt: skip
+            await model.gate.entered.wait()
+            deadline.reschedule(asyncio.get_running_loop().time())
+            await task
+
+    with pytest.raises(TimeoutError):
+        await run_until_the_deadline_fires_during_the_model_call()
+
+    log = await store.read_log("r")
+    assert log.finished is not None
+    assert log.finished.stop_reason is StopReason.CANCELLED

@@ -3,12 +3,14 @@ can show, because the step that produces them ends the run."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from polyloop import Message, StepCompleted, StepRecord
 from polyloop._history import prompt_chars, step_messages
 
 
-def a_step(**fields) -> StepRecord:
-    values = {
+def a_step(**fields: Any) -> StepRecord:
+    values: dict[str, Any] = {
         "step_index": 3,
         "raw_output": "",
         "response_chars": 0,

@@ -3,9 +3,18 @@ receives (the history, SPEC §4)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from polyloop import ActionStatus, Message, StepCompleted, StepRecord
+from polyloop import (
+    ActionStatus,
+    Message,
+    ModelCallIntent,
+    StepCompleted,
+    StepRecord,
+    parameters_hash,
+)
 from tests.unit._doubles import (
     ENV_ERROR_TEXT,
     GOAL,
@@ -246,7 +255,32 @@ async def test_prompt_chars_is_the_size_of_what_the_model_received_in_intent_and
     outcome = await run_to_end(seams, agent())
 
     sent = [sum(len(m.content) for m in messages) for messages in seams.model.received]
-    intents = [r.prompt_chars for r in outcome.log.intents if r.kind == "model_call_intent"]
+    intents = [r.prompt_chars for r in outcome.log.intents if isinstance(r, ModelCallIntent)]
     assert len(sent) == 3
     assert intents == sent
     assert [c.step.prompt_chars for c in outcome.log.steps] == sent
+
+
+# --------------------------------------------------------------------------- start and finish
+
+
+async def test_run_started_records_the_goal_and_the_parameter_snapshot_with_its_hash():
+    the_agent = agent(max_steps=4)
+
+    outcome = await run_to_end(script(final()), the_agent)
+
+    started = outcome.log.started
+    assert started is not None
+    assert (started.run_id, started.goal) == ("run-1", GOAL)
+    assert started.parameters == the_agent.parameters()
+    assert started.parameters_hash == parameters_hash(the_agent.parameters())
+
+
+async def test_start_and_finish_are_stamped_in_utc_with_milliseconds_and_z():
+    outcome = await run_to_end(script(final()), agent())
+
+    assert outcome.log.started is not None
+    assert outcome.log.finished is not None
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+    assert re.fullmatch(stamp, outcome.log.started.started_at)
+    assert re.fullmatch(stamp, outcome.log.finished.finished_at)
