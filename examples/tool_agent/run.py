@@ -17,44 +17,14 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from calculator_tools import build_registry
+from tool_agent import SCRIPT, build_agent
 
 import polyloop
-from polyloop import AgentDefinition, Budget, RunResult, SyntheticObservations
+from polyloop import RunResult
 from polyloop.executors import ToolExecutor
 from polyloop.models import ScriptedModel
 from polyloop.parsers import JsonToolCallParser
 from polyloop.stores import SQLiteStore
-
-SCRIPT = [
-    'I will compute it.\n```json\n{"tool": "calculator", "arguments": {"expression": "6 * 7"}}'
-    "\n```",
-    '{"tool": "calculator", "expression": "6 / 0"}',
-    "The answer is probably 42.",
-    '{"tool": "calculator", "arguments": {"expr": "6 * 7"}}',
-    '{"tool": "submit", "arguments": {"answer": "42"}}',
-]
-
-
-def build_agent() -> AgentDefinition:
-    registry = build_registry()
-    return AgentDefinition(
-        system_prompt=(
-            "You solve arithmetic tasks with tools. Reply with one JSON object "
-            '{"tool": ..., "arguments": {...}}.\nTools:\n' + registry.describe()
-        ),
-        budget=Budget(
-            max_steps=10,
-            max_executed_actions=5,
-            max_consecutive_parse_failures=3,
-            max_prompt_chars=20_000,
-        ),
-        synthetic_observations=SyntheticObservations(
-            not_executed="That call was not executed: check the tool name and its arguments.",
-            env_error="The environment failed; the run stops.",
-        ),
-        tools=registry,
-    )
 
 
 async def run_example(db: Path) -> RunResult:

@@ -1,4 +1,6 @@
-"""The example's tools: a safe arithmetic calculator and a ``submit`` completion marker."""
+"""The tool agent: a safe arithmetic calculator, a ``submit`` completion marker, the agent
+definition and the scripted replies. ``run.py`` runs it; ``test_conformance.py`` tags its seams.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import ast
 import operator
 from collections.abc import Callable
 
-from polyloop import Tool, ToolRegistry
+from polyloop import AgentDefinition, Budget, SyntheticObservations, Tool, ToolRegistry
 
 _BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add,
@@ -84,4 +86,35 @@ def build_registry() -> ToolRegistry:
                 replayable=False,
             ),
         ]
+    )
+
+
+SCRIPT = [
+    'I will compute it.\n```json\n{"tool": "calculator", "arguments": {"expression": "6 * 7"}}'
+    "\n```",
+    '{"tool": "calculator", "expression": "6 / 0"}',
+    "The answer is probably 42.",
+    '{"tool": "calculator", "arguments": {"expr": "6 * 7"}}',
+    '{"tool": "submit", "arguments": {"answer": "42"}}',
+]
+
+
+def build_agent() -> AgentDefinition:
+    registry = build_registry()
+    return AgentDefinition(
+        system_prompt=(
+            "You solve arithmetic tasks with tools. Reply with one JSON object "
+            '{"tool": ..., "arguments": {...}}.\nTools:\n' + registry.describe()
+        ),
+        budget=Budget(
+            max_steps=10,
+            max_executed_actions=5,
+            max_consecutive_parse_failures=3,
+            max_prompt_chars=20_000,
+        ),
+        synthetic_observations=SyntheticObservations(
+            not_executed="That call was not executed: check the tool name and its arguments.",
+            env_error="The environment failed; the run stops.",
+        ),
+        tools=registry,
     )
