@@ -22,6 +22,8 @@ import sqlite3
 import stat
 import struct
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -73,9 +75,10 @@ class SQLiteStore:
     incompatible polyloop raises ``SchemaVersionError``.
 
     Several processes may use one file at once: appends serialise on SQLite's write lock and
-    wait up to ``busy_timeout_s`` for it. Within a process, calls run in worker threads
-    (``asyncio.to_thread``) over one connection guarded by a lock; nothing loop-bound is made
-    here, so a store may be used from successive event loops.
+    wait up to ``busy_timeout_s`` for it. Within a process, calls run on the store's own
+    worker thread over one connection (guarded by a lock as well), so the event loop never
+    blocks on the disk. Nothing loop-bound is made here, so a store may be used from successive
+    event loops; ``aclose()`` releases the connection and the thread.
     """
 
     def __init__(
@@ -85,9 +88,12 @@ class SQLiteStore:
             raise ValueError(f"busy_timeout_s must be > 0, got {busy_timeout_s!r}")
         self._path = Path(path).absolute()
         self._busy_timeout_s = float(busy_timeout_s)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the connection
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = 0
+        self._worker_lock = threading.Lock()  # guards the worker's creation
+        self._worker: ThreadPoolExecutor | None = None
+        self._worker_pid = 0
 
     @property
     def path(self) -> Path:
@@ -99,22 +105,32 @@ class SQLiteStore:
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         check_record(run_id, record, sequence)
         body = record.to_json()  # encode on the caller's side: a bad record writes nothing
-        await asyncio.to_thread(self._append, run_id, record, sequence, body)
+        await self._in_worker(self._append, run_id, record, sequence, body)
 
     async def read_log(self, run_id: str) -> RunLog:
         validate_run_id(run_id)
-        return await asyncio.to_thread(self._read_log, run_id)
+        log: RunLog = await self._in_worker(self._read_log, run_id)
+        return log
 
     async def run_ids(self) -> list[str]:
-        return await asyncio.to_thread(self._run_ids)
+        run_ids: list[str] = await self._in_worker(self._run_ids)
+        return run_ids
 
     async def aclose(self) -> None:
         """Close the connection. The store may be used again afterwards (it reopens)."""
-        await asyncio.to_thread(self._close)
+        with self._worker_lock:
+            worker, self._worker = self._worker, None
+        if worker is None or self._worker_pid != os.getpid():
+            self._close()
+            return
+        try:
+            await asyncio.get_running_loop().run_in_executor(worker, self._close)
+        finally:
+            worker.shutdown(wait=False)  # its thread ends once idle; nothing else is queued
 
     async def __aenter__(self) -> SQLiteStore:
         # Opening here makes a bad file fail at `async with`, not at the first append.
-        await asyncio.to_thread(self._with_connection, lambda conn: None)
+        await self._in_worker(self._with_connection, lambda conn: None)
         return self
 
     async def __aexit__(
@@ -129,6 +145,22 @@ class SQLiteStore:
         return f"SQLiteStore({str(self._path)!r})"
 
     # ------------------------------------------------------------------ worker-thread side
+
+    async def _in_worker(self, call: Callable[..., Any], *args: Any) -> Any:
+        """Run ``call(*args)`` on this store's worker thread, from whichever loop is running.
+
+        One dedicated thread rather than ``asyncio.to_thread``: the calls serialise on the one
+        connection anyway, and a thread that is always the same one costs about half as much
+        per hand-off as the shared pool — at fsync speeds that is a third of an append
+        (docs/design/0002-sqlite-durability.md).
+        """
+        with self._worker_lock:
+            if self._worker is None or self._worker_pid != os.getpid():
+                # A worker inherited through fork() has no thread in this process: make one.
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="polyloop-sqlite")
+                self._worker_pid = os.getpid()
+            worker = self._worker
+        return await asyncio.get_running_loop().run_in_executor(worker, call, *args)
 
     def _append(self, run_id: str, record: Record, sequence: int, body: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
