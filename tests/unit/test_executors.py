@@ -310,11 +310,18 @@ def code(text: str) -> Action:
 
 
 def process_exists(pid: int) -> bool:
+    """Whether ``pid`` is a running process (a killed, not yet reaped zombie is not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    if not Path("/proc/self").exists():
+        return True  # no /proc: the signal check above is all we have
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False  # reaped since the signal check
+    return state != "Z"
 
 
 async def test_constructing_a_python_executor_starts_nothing():
@@ -480,3 +487,24 @@ async def test_aclose_ends_the_child_and_a_later_action_starts_a_new_one():
     outcome = await executor.execute(code("2"))
     assert outcome.observation == "2\n"
     await executor.aclose()
+
+
+async def test_a_session_used_from_another_event_loop_is_replaced_by_a_fresh_one():
+    executor = PythonExecutor(timeout_s=10)
+    try:
+        await executor.execute(code("x = 1"))
+        first_pid = executor.pid
+
+        async def elsewhere() -> tuple[str, int | None]:
+            outcome = await executor.execute(code("'x' in globals()"))
+            pid = executor.pid
+            await executor.aclose()
+            return outcome.observation, pid
+
+        observation, other_pid = await asyncio.to_thread(asyncio.run, elsewhere())
+    finally:
+        await executor.aclose()
+    assert observation == "False\n"
+    assert first_pid is not None
+    assert other_pid not in (None, first_pid)
+    assert not process_exists(first_pid)
