@@ -125,7 +125,8 @@ class JsonToolCallParser:
       ambiguous and rejected.
 
     Where the object is looked for: inside a fenced code block labelled ``json`` or unlabelled
-    if the reply has one (other blocks are ignored; an unterminated fence runs to the end);
+    if the reply has one (a block in another language is not a JSON block; an unterminated
+    fence runs to the end);
     else the whole reply; else the top-level ``{…}`` groups in the prose, of which exactly one
     must decode to a JSON object.
 
