@@ -9,8 +9,9 @@ fresh store gets exactly what the interrupted one would have got:
 * :class:`RecordingModel` keeps every message list the model received.
 * Gates (:class:`GatedModel`, :class:`GatedExecutor`, :class:`GatedStore`) park a seam on an
   :class:`asyncio.Event` the test controls, so a cancellation can be aimed at one ``await``.
-* Store wrappers: :class:`FailingStore` (append raises at chosen records), :class:`UntouchableStore`
-  (any call fails the test), :class:`GatedStore`.
+* Store wrappers: :class:`FailingStore` (append raises at chosen records), :class:`ReadOnlyStore`
+  (an append fails the test), :class:`UntouchableStore` (any call fails the test),
+  :class:`GatedStore`.
 * :class:`Crash` simulates the process dying: a ``BaseException`` nothing in polyloop catches.
 """
 
@@ -440,6 +441,13 @@ class FailingStore(StoreWrapper):
         if self.fails(sequence, record):
             raise self.error
         await self.inner.append(run_id, record, sequence=sequence)
+
+
+class ReadOnlyStore(StoreWrapper):
+    """Reads the wrapped store; any append fails the test (proves an operation wrote nothing)."""
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        raise SeamCalled(f"store.append was called with a {record.kind}")
 
 
 class UntouchableStore:

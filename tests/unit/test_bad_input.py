@@ -13,6 +13,7 @@ from polyloop.stores import MemoryStore
 from tests.unit._doubles import (
     GOAL,
     ForbiddenSink,
+    ReadOnlyStore,
     UntouchableStore,
     act,
     agent,
@@ -64,15 +65,13 @@ async def test_run_without_a_run_id_makes_a_uuid4_hex_one_and_logs_under_it():
 
 async def test_run_refuses_an_existing_run_id_before_calling_any_other_seam():
     store = MemoryStore()
-    first = await run_to_end(script(act(), final()), agent(), store=store, run_id="taken")
+    await run_to_end(script(act(), final()), agent(), store=store, run_id="taken")
 
     with pytest.raises(RunAlreadyExists):
         await polyloop.run(
-            agent(), GOAL, run_id="taken", store=store, events=ForbiddenSink(),
+            agent(), GOAL, run_id="taken", store=ReadOnlyStore(store), events=ForbiddenSink(),
             **forbidden_seams(),
         )  # fmt: skip
-
-    assert await store.read_log("taken") == first.log
 
 
 async def test_run_refuses_an_unfinished_existing_run_too():
@@ -83,7 +82,7 @@ async def test_run_refuses_an_unfinished_existing_run_too():
     )  # fmt: skip
 
     with pytest.raises(RunAlreadyExists):
-        await polyloop.run(agent(), "another goal", run_id="taken", store=store,
+        await polyloop.run(agent(), "another goal", run_id="taken", store=ReadOnlyStore(store),
                            **forbidden_seams())  # fmt: skip
 
 

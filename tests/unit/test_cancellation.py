@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import polyloop
-from polyloop import ActionStatus, RunFinished, StopReason
+from polyloop import ActionStatus, Event, RunFinished, StopReason
 from polyloop.events import MemorySink
 from polyloop.stores import MemoryStore
 from tests.unit._doubles import (
@@ -229,3 +229,24 @@ async def test_a_run_under_asyncio_timeout_ends_in_timeout_error_with_the_log_ca
     log = await store.read_log("r")
     assert log.finished is not None
     assert log.finished.stop_reason is StopReason.CANCELLED
+
+
+class SinkFailingOnFinish(MemorySink):
+    async def emit(self, event: Event) -> None:
+        await super().emit(event)
+        if isinstance(event.record, RunFinished):
+            raise RuntimeError("sink down at the worst moment")
+
+
+async def test_a_sink_failing_on_the_cancelled_finish_does_not_replace_the_cancellation():
+    seams = script(act(), final())
+    model = GatedModel(seams.model, at_call=1)
+    store, sink = MemoryStore(), SinkFailingOnFinish()
+    task = start(seams, store=store, events=sink, model=model)
+    await model.gate.entered.wait()
+
+    task.cancel()
+
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert sink.events[-1].record == (await store.read_log("r")).finished
