@@ -39,6 +39,26 @@ def truncation_marker(cut: int) -> str:
     return f"\n[... {cut} more characters truncated]"
 
 
+def _describe(exc: Exception) -> str:
+    """``"ExcType: message"`` (just ``"ExcType"`` without a message), even if ``str()`` fails."""
+    try:
+        message = str(exc)
+    except Exception:  # a broken __str__ must not turn a tool error into an executor crash
+        message = "<the exception's message could not be rendered>"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+_LISTED = 20  # at most this many tool names in a refusal
+
+
+def _available(registry: ToolRegistry) -> str:
+    names = [tool.name for tool in registry]
+    if not names:
+        return "none"
+    more = f", and {len(names) - _LISTED} more" if len(names) > _LISTED else ""
+    return ", ".join(_shown(n) for n in names[:_LISTED]) + more
+
+
 def _not_executed(observation: str) -> ActionOutcome:
     return ActionOutcome(status=ActionStatus.NOT_EXECUTED, observation=observation)
 
@@ -86,14 +106,13 @@ class ToolExecutor:
         name = action.tool_name
         if name is None or name == "":
             return _not_executed(
-                "The action names no tool; say which tool to call "
-                f"(available: {', '.join(t.name for t in self.registry) or 'none'})."
+                f"The action names no tool; say which tool to call (available: "
+                f"{_available(self.registry)})."
             )
         tool = self.registry.lookup(name)
         if tool is None:
             return _not_executed(
-                f"Unknown tool {_shown(name)}; available tools: "
-                f"{', '.join(t.name for t in self.registry) or 'none'}."
+                f"Unknown tool {_shown(name)}; available tools: {_available(self.registry)}."
             )
         args: Mapping[str, Any] = action.tool_args if action.tool_args is not None else {}
         refusal = self._refusal(tool, args)
@@ -103,7 +122,7 @@ class ToolExecutor:
         try:
             result = await self._call(tool, args)
         except Exception as exc:  # the tool ran and failed: a normal, correctable observation
-            observation = f"{type(exc).__name__}: {exc}"
+            observation = _describe(exc)
         else:
             observation = self._render(tool, result)
         text, cut = truncate_observation(observation, self.max_observation_chars)

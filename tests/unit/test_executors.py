@@ -508,3 +508,33 @@ async def test_a_session_used_from_another_event_loop_is_replaced_by_a_fresh_one
     assert first_pid is not None
     assert other_pid not in (None, first_pid)
     assert not process_exists(first_pid)
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+@pytest.mark.parametrize(
+    ("exc", "observation"),
+    [
+        (ValueError(), "ValueError"),
+        (Unprintable(), "Unprintable: <the exception's message could not be rendered>"),
+    ],
+)
+async def test_an_error_without_a_printable_message_still_gives_an_observation(exc, observation):
+    def fail() -> None:
+        raise exc
+
+    outcome = await executor_with(Tool(name="fail", description="", func=fail)).execute(
+        tool_action("fail")
+    )
+    assert (outcome.status, outcome.observation) == (ActionStatus.EXECUTED, observation)
+
+
+async def test_a_refusal_lists_at_most_twenty_tool_names():
+    tools = [Tool(name=f"tool{i:03}", description="", func=Recorder()) for i in range(50)]
+    outcome = await executor_with(*tools).execute(tool_action("nope"))
+    assert outcome.status is ActionStatus.NOT_EXECUTED
+    assert "'tool019', and 30 more." in outcome.observation
+    assert "tool020" not in outcome.observation
