@@ -1,0 +1,84 @@
+"""Child process of the crash-point test: drive one scripted run, maybe SIGKILL itself.
+
+``python -m tests.integration.crash_child run URL SCENARIO RUN_ID JOURNAL [--kill-at K]``
+    runs the scenario from the start. Every write point it passes is counted (before and after
+    each append, inside each model call, inside each action after its side effect); with
+    ``--kill-at K`` the process SIGKILLs itself at point K, else it prints one ``RESULT <json>``
+    line with the run's result, its log and the labels of every point it passed.
+
+``python -m tests.integration.crash_child resume URL SCENARIO RUN_ID JOURNAL``
+    in a fresh process with fresh seam objects: reads the log the crash left, then
+    ``polyloop.resume``; a run whose log is empty (the crash came before ``RunStarted``) raises
+    ``RunNotFound`` and is started again with ``polyloop.run`` under the same id. Prints one
+    ``RESULT <json>`` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import polyloop
+from polyloop.models import ScriptedModel
+from tests.integration._scenario import (
+    SCENARIOS,
+    CrashPoints,
+    LineParser,
+    PointedModel,
+    PointedStore,
+    ToolRunner,
+    log_data,
+    make_agent,
+    opened,
+    result_data,
+)
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    scenario = SCENARIOS[args.scenario]
+    points = CrashPoints(kill_at=args.kill_at)
+    agent = make_agent(scenario, Path(args.journal))
+    seams: dict[str, Any] = {
+        "model": PointedModel(ScriptedModel(scenario.replies), points),
+        "parser": LineParser(),
+        "executor": ToolRunner(agent, hook=points.passed),
+    }
+    report: dict[str, Any] = {}
+    async with opened(args.url) as real_store:
+        store = PointedStore(real_store, points)
+        if args.mode == "run":
+            result = await polyloop.run(
+                agent, "follow the script", run_id=args.run_id, store=store, **seams
+            )
+        else:
+            report["crash_log"] = log_data(await real_store.read_log(args.run_id))
+            try:
+                result = await polyloop.resume(args.run_id, agent, store=store, **seams)
+                report["outcome"] = "resumed"
+            except polyloop.RunNotFound:
+                report["outcome"] = "run_not_found"
+                result = await polyloop.run(
+                    agent, "follow the script", run_id=args.run_id, store=store, **seams
+                )
+        report["result"] = result_data(result)
+        report["log"] = log_data(await real_store.read_log(args.run_id))
+    report["points"] = points.labels
+    return report
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["run", "resume"])
+    parser.add_argument("url")
+    parser.add_argument("scenario", choices=sorted(SCENARIOS))
+    parser.add_argument("run_id")
+    parser.add_argument("journal")
+    parser.add_argument("--kill-at", type=int, default=None)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    print("RESULT " + json.dumps(asyncio.run(main(parse_args()))), flush=True)

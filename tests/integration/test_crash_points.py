@@ -1,0 +1,164 @@
+"""Crash-point enumeration: SIGKILL a run at every write point, resume it in a fresh process.
+
+A scripted run (an invalid reply, two actions — one per tool — then a final answer or a
+completion-marker tool) is first driven once without interruption in a child process, which
+reports every write point it passed: before and after each append, inside each model call,
+inside each action right after its side effect (a line fsynced to a journal). Then, for every
+point k, a child drives the same script and SIGKILLs itself at k, and a fresh child resumes the
+run with fresh seam objects. For every k:
+
+* the log left by the crash holds exactly the records whose append returned before the kill —
+  a prefix of the uninterrupted log (atomic appends, durable on return);
+* the resumed run ends with the uninterrupted run's trajectory, stop reason, final answer and
+  executed count — or ``resume_state_unknown`` exactly where the crash left an action intent
+  without a result and the tool may not be replayed;
+* the journal shows each action once, plus one re-execution exactly where a replayable action was
+  interrupted after its side effect; a never-replay action never appears twice.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration._scenario import (
+    NEVER_REPLAY,
+    REPLAYABLE,
+    Scenario,
+    child_report,
+    normalised,
+    read_journal,
+    run_child,
+)
+
+pytestmark = pytest.mark.slow
+
+# Two children at a time: each is mostly interpreter start-up, CPU-bound on a 2-core machine.
+PARALLEL_CHILDREN = 2
+
+
+def crash_and_resume(url: str, scenario: Scenario, work: Path, k: int) -> dict[str, Any]:
+    """Kill a run at point k in one child, resume it in another; the resume child's report."""
+    run_id, journal = f"{scenario.name}-k{k}", str(work / f"k{k}.journal")
+    crashed = run_child("crash_child", "run", url, scenario.name, run_id, journal, f"--kill-at={k}")
+    assert crashed.returncode == -signal.SIGKILL, (
+        f"point {k}: the child was supposed to SIGKILL itself there, but exited "
+        f"{crashed.returncode}:\n{crashed.stdout}\n{crashed.stderr}"
+    )
+    report = child_report(run_child("crash_child", "resume", url, scenario.name, run_id, journal))
+    report["journal"] = read_journal(Path(journal))
+    return report
+
+
+def replay_allowed(scenario: Scenario, tool: str) -> bool:
+    """SPEC §4: the tool's own flag wins; ``None`` follows the agent's default."""
+    flag = scenario.replayable[tool]
+    return scenario.replay_interrupted_actions if flag is None else flag
+
+
+def check_crash_point(
+    scenario: Scenario, baseline: dict[str, Any], k: int, resumed: dict[str, Any]
+) -> None:
+    labels: list[str] = baseline["points"]
+    base_log = [normalised(r) for r in baseline["log"]]
+    crash_log = [normalised(r) for r in resumed["crash_log"]]
+    where = f"point {k} ({labels[k - 1]})"
+
+    # Exactly the appends that returned before the kill are durable; nothing half-written.
+    durable = sum(1 for label in labels[:k] if label.startswith("after_append:"))
+    assert crash_log == base_log[:durable], f"{where}: the log is not the expected prefix"
+    assert resumed["outcome"] == ("resumed" if crash_log else "run_not_found"), where
+
+    last: dict[str, Any] = crash_log[-1] if crash_log else {"kind": None}
+    interrupted_tool = last["action"]["tool_name"] if last["kind"] == "action_intent" else None
+    unknown = interrupted_tool is not None and not replay_allowed(scenario, interrupted_tool)
+    result = resumed["result"]
+    final_log = [normalised(r) for r in resumed["log"]]
+    crash_steps = [r["step"] for r in crash_log if r["kind"] == "step_completed"]
+    if unknown:
+        assert result["stop_reason"] == "resume_state_unknown", where
+        assert result["final_answer"] is None, where
+        assert [normalised(s) for s in result["steps"]] == crash_steps, where
+        executed = sum(1 for s in crash_steps if s["action_status"] == "executed")
+        assert result["executed_actions"] == executed, where
+        assert final_log[:-1] == crash_log, where
+        assert final_log[-1]["stop_reason"] == "resume_state_unknown", where
+    else:
+        expected = baseline["result"]
+        assert [normalised(s) for s in result["steps"]] == [
+            normalised(s) for s in expected["steps"]
+        ], f"{where}: the resumed trajectory differs"
+        assert result["stop_reason"] == expected["stop_reason"], where
+        assert result["final_answer"] == expected["final_answer"], where
+        assert result["executed_actions"] == expected["executed_actions"], where
+        # An interrupted intent (model call, or replayed action) is appended once more.
+        retried = 1 if last["kind"] in ("model_call_intent", "action_intent") else 0
+        at = len(crash_log) - retried
+        assert final_log == base_log[: at + retried] + base_log[at:], f"{where}: final log"
+
+    # Each action ran once before the crash (if its side effect preceded the kill) and once
+    # in the resumed run (if that run had to execute it); nothing else may appear.
+    completed = {s["step_index"] for s in crash_steps}
+    expected_runs: Counter[str] = Counter()
+    for step in baseline["result"]["steps"]:
+        if step["action_status"] is None:
+            continue
+        tool, token = step["tool_name"], json.loads(step["tool_args_json"])["token"]
+        line = f"{tool} {token}"
+        expected_runs[line] += f"action:{tool}:{token}" in labels[:k]
+        expected_runs[line] += not unknown and step["step_index"] not in completed
+    journal = Counter(resumed["journal"])
+    assert journal == +expected_runs, f"{where}: journal {resumed['journal']}"
+    for line, count in journal.items():
+        tool = line.split(" ")[0]
+        assert count == 1 or replay_allowed(scenario, tool), f"{where}: {line!r} ran {count}x"
+
+
+@pytest.mark.parametrize("scenario", [REPLAYABLE, NEVER_REPLAY], ids=lambda s: s.name)
+def test_a_run_killed_at_any_write_point_resumes_without_repeating_a_never_replay_action(
+    store_url: str, scenario: Scenario, tmp_path: Path
+) -> None:
+    baseline = child_report(
+        run_child(
+            "crash_child", "run", store_url, scenario.name, "baseline", str(tmp_path / "b.journal")
+        )
+    )
+    assert baseline["result"]["stop_reason"] == scenario.expected_stop
+    assert baseline["result"]["final_answer"] == scenario.expected_final_answer
+    assert baseline["result"]["executed_actions"] == scenario.actions()
+    points = len(baseline["points"])
+    # 2 per append + 1 per model call + 1 per action, derived from the script: a harness that
+    # stops counting (or a loop that stops appending) is caught here.
+    assert points == scenario.crash_points()
+    assert {label.split(":")[0] for label in baseline["points"]} == {
+        "before_append",
+        "after_append",
+        "model_call",
+        "action",
+    }
+
+    with ThreadPoolExecutor(PARALLEL_CHILDREN) as pool:
+        reports = list(
+            pool.map(
+                lambda k: crash_and_resume(store_url, scenario, tmp_path, k),
+                range(1, points + 1),
+            )
+        )
+    for k, resumed in enumerate(reports, start=1):
+        check_crash_point(scenario, baseline, k, resumed)
+
+    outcomes = Counter(r["result"]["stop_reason"] for r in reports)
+    store = store_url.split(":")[0]
+    print(f"\n{store}/{scenario.name}: {len(reports)} crash points covered, resumes: {outcomes}")
+    assert len(reports) == points >= 30
+    # Both resume outcomes are exercised where the policy allows them.
+    if scenario is NEVER_REPLAY:
+        assert outcomes["resume_state_unknown"] > 0
+    else:
+        assert outcomes == {scenario.expected_stop: points}
