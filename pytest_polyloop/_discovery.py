@@ -12,7 +12,6 @@ import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from _pytest.fixtures import getfixturemarker  # the one way to recognise a fixture object
 
@@ -273,9 +272,8 @@ def module_has_tags(module: object) -> bool:
     return False
 
 
-def ini_holder(lines: list[str]) -> Any:
+def ini_holder() -> types.ModuleType:
     """A module object standing for the ini file in the collection tree (it holds no code)."""
     holder = types.ModuleType("polyloop_ini_seams")
     holder.__doc__ = "Seam implementations declared with the polyloop_seams ini option."
-    holder.__dict__["__polyloop_ini_lines__"] = lines
     return holder

@@ -138,7 +138,6 @@ class ConformanceSession:
         self.registry = SeamRegistry(self.kit.ContractBase)
         self.misuses: list[Misuse] = []
         self.worker_misuses: list[str] = []
-        self.handled: set[Path] = set()
         self.implementations: dict[str, Implementation] = {}
         self.records: dict[str, dict[str, Any]] = {}
         self.results: dict[str, list[PhaseResult]] = {}
@@ -171,17 +170,13 @@ class ConformanceSession:
     def _holder_for(self, parent: pytest.Collector, path: Path) -> HolderModule | None:
         """A module node for a conftest with tagged fixtures or for the ini file with
         ``polyloop_seams`` — files pytest does not collect itself."""
-        if path in self.handled:
-            return None
         if path.name == "conftest.py":
             module = self._conftest_module(path)
             if module is None or not module_has_tags(module):
                 return None
-            self.handled.add(path)
             return make_holder_module(parent, path, module)
         if self.ini_path is not None and path == self.ini_path and self.ini_tagged:
-            self.handled.add(path)
-            return make_holder_module(parent, path, ini_holder([]))
+            return make_holder_module(parent, path, ini_holder())
         return None
 
     def pytest_collect_file(
@@ -207,7 +202,10 @@ class ConformanceSession:
         self, collected: list[pytest.Item | pytest.Collector]
     ) -> list[HolderModule]:
         """For directory arguments: implementations in conftests (and the ini file) of the
-        directories above them, which pytest's walk does not reach."""
+        directories above them — pytest's walk matches its way down through those directories
+        but does not collect their files."""
+        walked = [node.path for node in collected if isinstance(node, pytest.Directory)]
+        added: set[Path] = set()
         holders: list[HolderModule] = []
         for node in collected:
             if not isinstance(node, pytest.Directory):
@@ -216,10 +214,13 @@ class ConformanceSession:
                 if ancestor is node or not isinstance(ancestor, pytest.Directory):
                     continue
                 for path in (ancestor.path / "conftest.py", self.ini_path):
-                    if path is None or path.parent != ancestor.path or not path.is_file():
+                    if path is None or path.parent != ancestor.path or path in added:
                         continue
-                    holder = self._holder_for(ancestor, path)
+                    if any(path.is_relative_to(directory) for directory in walked):
+                        continue  # the walk of a directory argument collects it
+                    holder = self._holder_for(ancestor, path) if path.is_file() else None
                     if holder is not None:
+                        added.add(path)
                         holders.append(holder)
         return holders
 

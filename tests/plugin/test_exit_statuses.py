@@ -1,0 +1,152 @@
+"""Exit statuses: a violation or a stale waiver fails the run, skips and waivers do not, no
+implementation is 5 with a how-to-tag message, misuse is 4 naming the file and the fixture."""
+
+from __future__ import annotations
+
+import re
+
+from tests.plugin._sandbox import ERROR_PROMISE, Project
+
+FIVE_FIELDS = "action_executor.returns_all_five_fields"
+
+
+def tagged(fixture: str, body: str, **seam_arguments: str) -> str:
+    arguments = "".join(f", {name}={value}" for name, value in seam_arguments.items())
+    return (
+        f'@pytest_polyloop.seam("action_executor"{arguments})\n'
+        f"@pytest.fixture\ndef {fixture}():\n    return {body}\n\n\n"
+    )
+
+
+def test_a_violation_exits_1(project: Project) -> None:
+    project.conftest("tests", tagged("broken", "SandboxExecutor(broken=True)", samples='"samples"'))
+    run = project.run()
+    assert run.ret == 1
+    assert run.report is not None
+    assert run.report["verdict"] == "violations"
+
+
+def test_a_stale_waiver_exits_1(project: Project) -> None:
+    waiver = f'{{"{FIVE_FIELDS}": "flaky in 0.9"}}'
+    project.conftest(
+        "tests", tagged("good", "SandboxExecutor()", samples='"samples"', waive=waiver)
+    )
+    run = project.run()
+    assert run.outcome("good", FIVE_FIELDS) == "stale_waiver"
+    assert run.ret == 1
+
+
+def test_only_waived_unverifiable_and_not_applicable_promises_exit_0(project: Project) -> None:
+    waiver = f'{{"{ERROR_PROMISE}": "known, ticket 7"}}'
+    project.conftest(
+        "tests", tagged("waived", "SandboxExecutor(broken=True)", samples='"samples"', waive=waiver)
+    )
+    run = project.run()
+    counts = run.counts("waived")
+    assert counts["waived"] == 1
+    assert counts["unverifiable"] == 3
+    assert counts["not_applicable"] == 1
+    assert counts["violated"] == counts["stale_waiver"] == 0
+    assert run.report is not None
+    assert run.report["verdict"] == "conformant"
+    assert run.ret == 0, run.output
+
+
+def test_no_implementation_exits_5_and_shows_how_to_tag_a_fixture(project: Project) -> None:
+    project.write("tests/test_plain.py", "def test_plain():\n    pass\n")
+    run = project.run()
+    assert run.ret == 5
+    assert run.report is not None
+    assert run.report["verdict"] == "no_implementations"
+    assert run.report["implementations"] == []
+    assert '@pytest_polyloop.seam("action_executor", samples=' in run.output
+    assert "polyloop_seams" in run.output
+
+
+def test_other_tests_are_not_run_in_conformance_mode(project: Project) -> None:
+    project.conftest("tests", tagged("good", "SandboxExecutor()", samples='"samples"'))
+    project.write("tests/test_plain.py", "def test_plain():\n    raise AssertionError('ran')\n")
+    run = project.run()
+    assert run.ret == 0, run.output
+    run.result.assert_outcomes(passed=5, skipped=4, deselected=1)
+
+
+def misuse_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if re.match(r"^\S+\.py:\d+: \w+: ", line)]
+
+
+def test_an_unknown_seam_name_is_a_usage_error_naming_file_and_fixture(project: Project) -> None:
+    project.conftest(
+        "tests",
+        '@pytest_polyloop.seam("action_exec")\n@pytest.fixture\ndef typo():\n    return 1\n',
+    )
+    run = project.run()
+    assert run.ret == 4
+    [line] = misuse_lines(run.output)
+    assert line.startswith("tests/conftest.py:")
+    assert ": typo: unknown seam 'action_exec'" in line
+    assert "action_executor" in line  # the registered names are listed
+    assert run.report is None
+
+
+def test_a_missing_samples_fixture_is_a_usage_error(project: Project) -> None:
+    project.conftest("tests", tagged("no_samples", "SandboxExecutor()"))
+    project.conftest("tests/sub", tagged("wrong_samples", "SandboxExecutor()", samples='"nope"'))
+    run = project.run()
+    assert run.ret == 4
+    lines = misuse_lines(run.output)
+    assert any(
+        line.startswith("tests/conftest.py:")
+        and ": no_samples: the action_executor suite needs samples" in line
+        for line in lines
+    ), lines
+    assert any(
+        line.startswith("tests/sub/conftest.py:")
+        and ": wrong_samples: samples fixture 'nope' not found" in line
+        for line in lines
+    ), lines
+
+
+def test_a_waiver_for_an_unknown_promise_is_a_usage_error(project: Project) -> None:
+    waiver = '{"action_executor.no_such_promise": "because"}'
+    project.conftest(
+        "tests", tagged("good", "SandboxExecutor()", samples='"samples"', waive=waiver)
+    )
+    run = project.run()
+    assert run.ret == 4
+    [line] = misuse_lines(run.output)
+    assert "good: waiver names unknown promise 'action_executor.no_such_promise'" in line
+
+
+def test_a_waiver_for_an_unverifiable_promise_is_a_usage_error(project: Project) -> None:
+    waiver = '{"action_executor.status_trigger_conditions": "because"}'
+    project.conftest(
+        "tests", tagged("good", "SandboxExecutor()", samples='"samples"', waive=waiver)
+    )
+    run = project.run()
+    assert run.ret == 4
+    [line] = misuse_lines(run.output)
+    assert "an unverifiable promise" in line
+
+
+def test_a_duplicate_implementation_id_is_a_usage_error(project: Project) -> None:
+    project.conftest(
+        "tests",
+        tagged("one", "SandboxExecutor()", samples='"samples"', id='"mine"')
+        + tagged("two", "SandboxExecutor()", samples='"samples"', id='"mine"'),
+    )
+    run = project.run()
+    assert run.ret == 4
+    [line] = misuse_lines(run.output)
+    assert "implementation id 'mine' is already used by tests/conftest.py:" in line
+
+
+def test_a_seam_tag_on_a_plain_function_is_a_usage_error(project: Project) -> None:
+    project.conftest(
+        "tests",
+        '@pytest_polyloop.seam("action_executor", samples="samples")\ndef plain():\n    pass\n',
+    )
+    run = project.run()
+    assert run.ret == 4
+    [line] = misuse_lines(run.output)
+    assert ": plain: tagged as a polyloop seam but is not a fixture" in line
