@@ -8,6 +8,7 @@ import os
 import sqlite3
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -581,6 +582,21 @@ async def test_async_with_closes_the_connection(db: Path) -> None:
         assert store._conn is not None
 
     assert store._conn is None
+
+
+async def test_aclose_ends_the_worker_thread(db: Path) -> None:
+    before = set(threading.enumerate())
+    store = SQLiteStore(db)
+    await store.append("r", started("r"), sequence=0)
+    worker_threads = [
+        t for t in set(threading.enumerate()) - before if t.name.startswith("polyloop-sqlite")
+    ]
+    assert len(worker_threads) == 1
+
+    await store.aclose()
+
+    await asyncio.to_thread(worker_threads[0].join, 10)
+    assert not worker_threads[0].is_alive()
 
 
 async def test_a_store_is_usable_from_successive_event_loops(db: Path) -> None:
