@@ -75,6 +75,76 @@ def samples():
 """
 
 ERROR_PROMISE = "action_executor.action_error_is_a_normal_observation_not_an_env_error"
+FIVE_FIELDS = "action_executor.returns_all_five_fields"
+CANCELLATION = "action_executor.cancellation_propagates_and_is_not_swallowed"
+
+# A project with one implementation per outcome kind (the hand-written subclasses give
+# `overridden`; a baseline run gives `pending`).
+MIXED_PROJECT = f"""\
+@pytest_polyloop.seam("action_executor", samples="samples")
+@pytest.fixture
+def good_executor():
+    return SandboxExecutor()
+
+
+@pytest.fixture
+@pytest_polyloop.seam("action_executor", samples="samples")
+def broken_executor():
+    return SandboxExecutor(broken=True)
+
+
+@pytest_polyloop.seam(
+    "action_executor",
+    samples="samples",
+    waive={{"{ERROR_PROMISE}": "our sandbox reports a crashing tool as env_error (ticket 12)"}},
+)
+@pytest.fixture
+def waived_executor():
+    return SandboxExecutor(broken=True)
+
+
+@pytest_polyloop.seam(
+    "action_executor", samples="samples", waive={{"{FIVE_FIELDS}": "was broken in 0.9"}}
+)
+@pytest.fixture
+def stale_executor():
+    return SandboxExecutor()
+"""
+
+HANDWRITTEN = f"""\
+import pytest
+from polyloop.testing import ActionExecutorContract
+from sandbox_executors import SandboxExecutor, action_samples
+
+
+class TestOverridden(ActionExecutorContract):
+    @pytest.fixture
+    def action_executor(self):
+        return SandboxExecutor()
+
+    @pytest.fixture
+    def action_samples(self):
+        return action_samples()
+
+    def test_returns_all_five_fields(self, action_executor):
+        '''Our own, weaker version.'''
+
+
+class TestOverriddenWithWaiver(TestOverridden):
+    waive = {{"{CANCELLATION}": "our own cancellation test covers it"}}
+
+    def test_returns_all_five_fields(self, action_executor):
+        '''Left as is.'''
+
+    def test_cancellation_propagates_and_is_not_swallowed(self, action_executor):
+        '''Replaced, and waived with a reason.'''
+
+
+class TestOverriddenAndFailing(TestOverridden):
+    def test_returns_all_five_fields(self, action_executor):
+        '''Replaced, and failing.'''
+        raise AssertionError("our replacement fails")
+"""
 
 
 @dataclass
@@ -139,7 +209,11 @@ class Project:
         argv = ["--polyloop-conformance", *SANDBOX_FLAGS, f"--polyloop-report={report_path}"]
         argv += args
         if subprocess:
-            result = self.pytester.runpytest_subprocess(*argv)
+            # Let the child cache its assertion-rewritten modules (Hypothesis, the kit): without
+            # that every child process and xdist worker rewrites them again, for seconds.
+            with pytest.MonkeyPatch.context() as patch:
+                patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+                result = self.pytester.runpytest_subprocess(*argv)
         else:
             result = self.pytester.runpytest_inprocess(*argv)
         report = None

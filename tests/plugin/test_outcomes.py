@@ -5,77 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plugin._sandbox import ERROR_PROMISE, Project
+from tests.plugin._sandbox import (
+    CANCELLATION,
+    ERROR_PROMISE,
+    FIVE_FIELDS,
+    HANDWRITTEN,
+    MIXED_PROJECT,
+    Project,
+)
 
-FIVE_FIELDS = "action_executor.returns_all_five_fields"
-CANCELLATION = "action_executor.cancellation_propagates_and_is_not_swallowed"
 STATUS_TRIGGERS = "action_executor.status_trigger_conditions"
-
-MIXED_PROJECT = f"""\
-@pytest_polyloop.seam("action_executor", samples="samples")
-@pytest.fixture
-def good_executor():
-    return SandboxExecutor()
-
-
-@pytest.fixture
-@pytest_polyloop.seam("action_executor", samples="samples")
-def broken_executor():
-    return SandboxExecutor(broken=True)
-
-
-@pytest_polyloop.seam(
-    "action_executor",
-    samples="samples",
-    waive={{"{ERROR_PROMISE}": "our sandbox reports a crashing tool as env_error (ticket 12)"}},
-)
-@pytest.fixture
-def waived_executor():
-    return SandboxExecutor(broken=True)
-
-
-@pytest_polyloop.seam(
-    "action_executor", samples="samples", waive={{"{FIVE_FIELDS}": "was broken in 0.9"}}
-)
-@pytest.fixture
-def stale_executor():
-    return SandboxExecutor()
-"""
-
-HANDWRITTEN = f"""\
-import pytest
-from polyloop.testing import ActionExecutorContract
-from sandbox_executors import SandboxExecutor, action_samples
-
-
-class TestOverridden(ActionExecutorContract):
-    @pytest.fixture
-    def action_executor(self):
-        return SandboxExecutor()
-
-    @pytest.fixture
-    def action_samples(self):
-        return action_samples()
-
-    def test_returns_all_five_fields(self, action_executor):
-        '''Our own, weaker version.'''
-
-
-class TestOverriddenWithWaiver(TestOverridden):
-    waive = {{"{CANCELLATION}": "our own cancellation test covers it"}}
-
-    def test_returns_all_five_fields(self, action_executor):
-        '''Left as is.'''
-
-    def test_cancellation_propagates_and_is_not_swallowed(self, action_executor):
-        '''Replaced, and waived with a reason.'''
-
-
-class TestOverriddenAndFailing(TestOverridden):
-    def test_returns_all_five_fields(self, action_executor):
-        '''Replaced, and failing.'''
-        raise AssertionError("our replacement fails")
-"""
 
 
 @pytest.fixture

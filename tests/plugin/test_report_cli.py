@@ -1,0 +1,139 @@
+"""``polyloop report FILE`` / ``polyloop report diff OLD NEW`` on real reports, and the
+Markdown report (also appended to ``$GITHUB_STEP_SUMMARY``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from polyloop import _report_cli
+from tests.plugin._sandbox import ERROR_PROMISE, Project
+
+EXECUTOR = """\
+@pytest_polyloop.seam("action_executor", samples="samples", id="executor")
+@pytest.fixture
+def my_executor():
+    return SandboxExecutor(broken={broken})
+"""
+EXTRA = """
+
+@pytest_polyloop.seam("action_executor", samples="samples")
+@pytest.fixture
+def extra_executor():
+    return SandboxExecutor()
+"""
+
+
+def save(project: Project, name: str, report: object) -> Path:
+    path = project.path / name
+    path.write_text(json.dumps(report), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def before_and_after(project: Project) -> tuple[Path, Path]:
+    """A report where `executor` keeps every promise, and one where it broke and an extra
+    implementation appeared."""
+    project.conftest("tests", EXECUTOR.format(broken=False))
+    before = save(project, "before.json", project.run().report)
+    project.conftest("tests", EXECUTOR.format(broken=True) + EXTRA)
+    after = save(project, "after.json", project.run().report)
+    return before, after
+
+
+def test_diff_lists_a_regression_and_exits_1(
+    before_and_after: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    before, after = before_and_after
+    status = _report_cli.main(["report", "diff", str(before), str(after)])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert f"regressed (held → violated): 1\n  executor  {ERROR_PROMISE}\n" in out
+    assert "appeared: 9" in out
+    assert f"extra_executor  {ERROR_PROMISE}  (held)" in out
+
+
+def test_diff_the_other_way_lists_recoveries_and_exits_0(
+    before_and_after: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    before, after = before_and_after
+    status = _report_cli.main(["report", "diff", str(after), str(before)])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert f"recovered: 1\n  executor  {ERROR_PROMISE}\n" in out
+    assert "disappeared: 9" in out
+    assert "regressed (held → violated): 0" in out
+
+
+def test_report_file_renders_the_verdict_and_the_violation(
+    before_and_after: tuple[Path, Path],
+) -> None:
+    _, after = before_and_after
+    completed = subprocess.run(
+        [sys.executable, "-m", "polyloop._report_cli", "report", str(after)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith("verdict: VIOLATIONS\n")
+    assert f"violated:\n  executor  {ERROR_PROMISE} — " in completed.stdout
+    assert "env_error" in completed.stdout
+
+
+def test_a_file_that_is_not_a_report_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    not_report = tmp_path / "coverage.json"
+    not_report.write_text('{"meta": {}}', encoding="utf-8")
+    assert _report_cli.main(["report", str(not_report)]) == 2
+    assert f"{not_report}: not a polyloop-conformance/1 report" in capsys.readouterr().err
+    assert _report_cli.main(["report", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json: cannot read the report" in capsys.readouterr().err
+    assert _report_cli.main(["report", "diff", str(not_report)]) == 2
+
+
+def test_the_report_cli_imports_only_the_standard_library() -> None:
+    probe = (
+        "import sys; import polyloop._report_cli; "
+        "print(sorted(m for m in ('pytest', 'hypothesis', 'pytest_polyloop', "
+        "'polyloop.testing', 'jsonschema') if m in sys.modules))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert completed.stdout.strip() == "[]"
+
+
+def test_add_report_commands_plugs_into_another_parser(
+    before_and_after: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="polyloop")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("runs")
+    _report_cli.add_report_commands(commands)
+    args = parser.parse_args(["report", "--markdown", str(before_and_after[1])])
+    assert args.func(args) == 0
+    assert "## polyloop conformance" in capsys.readouterr().out
+
+
+def test_markdown_report_is_written_and_appended_to_the_step_summary(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = project.path / "step-summary.md"
+    summary.write_text("earlier step\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    project.conftest("tests", EXECUTOR.format(broken=True))
+    run = project.run(f"--polyloop-report-md={project.path / 'report.md'}")
+    markdown = (project.path / "report.md").read_text(encoding="utf-8")
+    assert "**Verdict: VIOLATIONS**" in markdown
+    assert "| `executor` | action_executor | 9/9 | 4 | 1 | 3 | 1 | 0 | 0 | 0 | 0 |" in markdown
+    assert f"- `executor` `{ERROR_PROMISE}`" in markdown
+    assert summary.read_text(encoding="utf-8") == "earlier step\n" + markdown
+    assert run.ret == 1
