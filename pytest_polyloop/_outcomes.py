@@ -37,6 +37,8 @@ PROPERTY_SKIP = "polyloop_skip"
 _STRICT_XPASS = "[XPASS(strict)]"
 _WAIVED_PREFIX = "waived: "
 _DETAIL_LIMIT = 4000
+# How Hypothesis introduces the example that broke a property ("Failing test case" since 6.1xx).
+_EXAMPLE_MARKERS = ("Falsifying example", "Failing test case")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,9 +99,12 @@ def _violation_detail(phase: PhaseResult) -> str:
     text = phase.text
     last_line = text.strip().splitlines()[-1] if text.strip() else ""
     parts = [phase.crash or last_line]
-    marker = text.find("Falsifying example")
-    if marker != -1:
-        parts.append(text[marker:].strip())
+    markers = [text.find(marker) for marker in _EXAMPLE_MARKERS]
+    found = [at for at in markers if at != -1]
+    if found:
+        # pytest's "E   " marks the lines of the exception text; keep their indentation.
+        example = [line.removeprefix("E   ").rstrip() for line in text[min(found) :].splitlines()]
+        parts.append("\n".join(line for line in example if line.strip()))
     if phase.when != "call":
         parts.insert(0, f"error in {phase.when}:")
     detail = "\n".join(part for part in parts if part)

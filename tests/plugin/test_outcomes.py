@@ -178,3 +178,27 @@ def test_a_promise_that_held_in_the_baseline_and_now_fails_is_a_regression(
     run = project.run(f"--polyloop-baseline={baseline_path}")
     assert run.outcome("executor", ERROR_PROMISE) == "violated"
     assert run.ret == 1
+
+
+def test_a_violated_hypothesis_promise_carries_its_falsifying_example(project: Project) -> None:
+    project.conftest(
+        "tests",
+        """\
+        class PickySink:
+            async def emit(self, event):
+                if type(event.record).__name__ == "RunFinished":
+                    raise ValueError("cannot store run_finished")
+
+
+        @pytest_polyloop.seam("event_sink")
+        @pytest.fixture
+        def picky_sink():
+            return PickySink()
+        """,
+    )
+    entry = project.run().promise("picky_sink", "event_sink.accepts_every_event_kind")
+    assert entry["outcome"] == "violated"
+    detail = entry["detail"]
+    assert detail.startswith("ValueError: cannot store run_finished\n")
+    assert "Falsifying example" in detail or "Failing test case" in detail
+    assert "RunFinished(" in detail
