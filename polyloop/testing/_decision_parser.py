@@ -63,24 +63,29 @@ def _sample_replies(samples: ParserSamples) -> list[ModelReply]:
     return found
 
 
+_ANY_REPLY = pst.model_replies()
+_ANY_TEXT = pst.texts()
+_HOW = st.sampled_from(("as_is", "slice", "splice", "other"))
+
+
 @st.composite
 def _replies_near(draw: st.DrawFn, samples: ParserSamples) -> ModelReply:
     """A sample reply, a slice of one, or one with nasty text spliced in; or any reply."""
     base = draw(st.sampled_from(_sample_replies(samples)))
     text = base.text
-    how = draw(st.sampled_from(("as_is", "slice", "splice", "other")))
+    how = draw(_HOW)
     if how == "other":
-        return draw(pst.model_replies())
+        return draw(_ANY_REPLY)
     if how == "slice" and text:
         start = draw(st.integers(0, len(text)))
         end = draw(st.integers(start, len(text)))
         text = text[start:end]
     elif how == "splice":
         at = draw(st.integers(0, len(text)))
-        text = text[:at] + draw(pst.texts()) + text[at:]
+        text = text[:at] + draw(_ANY_TEXT) + text[at:]
     return ModelReply(
         text=text,
-        reasoning=draw(st.one_of(st.just(base.reasoning), pst.texts())),
+        reasoning=draw(st.one_of(st.just(base.reasoning), _ANY_TEXT)),
         call_id=base.call_id,
         usage=dict(base.usage),
     )
@@ -141,7 +146,7 @@ class DecisionParserContract(ContractBase):
             for text in (*pst.NASTY_TEXTS, _HUGE):
                 _parse(decision_parser, ModelReply(text=text, reasoning=text))
             return
-        reply = data.draw(st.one_of(pst.model_replies(), _replies_near(samples)), label="reply")
+        reply = data.draw(st.one_of(_ANY_REPLY, _replies_near(samples)), label="reply")
         _parse(decision_parser, reply)
 
     async def test_returns_one_of_three_branches(

@@ -352,9 +352,13 @@ def _middle_records() -> st.SearchStrategy[Record]:
     )
 
 
-def run_logs(run_id: str, *, max_middle: int = 6) -> st.SearchStrategy[tuple[Record, ...]]:
+def run_logs(
+    run_id: str | None = None, *, max_middle: int = 6
+) -> st.SearchStrategy[tuple[Record, ...]]:
     """A log a store must accept in order: ``RunStarted``, then intents/replies/steps, then
-    (sometimes) ``RunFinished``. Every middle kind appears in generated logs."""
+    (sometimes) ``RunFinished``. Every middle kind appears in generated logs. ``run_id`` fixes
+    the ``RunStarted.run_id``; build the strategy once and ``dataclasses.replace`` it per example
+    when each example needs a fresh id (building strategies is slower than drawing from them)."""
     return st.builds(
         lambda start, middle, finish: (start, *middle, *finish),
         run_started_records(run_id),

@@ -1,0 +1,489 @@
+"""Reference implementations and broken ones, one (or more) per checked promise.
+
+Each broken implementation keeps every promise but the ones it is written to break; the matrix
+test (``test_matrix.py``) runs each through its suite and asserts that exactly those fail — and
+that the reference implementation keeps every promise. They are imported by the pytester
+sandboxes, so they must stay importable as ``tests.kit.broken``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from types import SimpleNamespace
+from typing import Any
+
+from polyloop.events import MemorySink
+from polyloop.stores import MemoryStore
+from polyloop.testing import ActionSamples, ModelSamples, ParserSamples
+from polyloop.types import (
+    RECORD_TYPES,
+    Action,
+    ActionOutcome,
+    ActionStatus,
+    Event,
+    FinalAnswer,
+    InvalidDecision,
+    Message,
+    ModelReply,
+    Record,
+    RunFinished,
+    RunLog,
+    StepCompleted,
+    StepRecord,
+    StopReason,
+)
+
+# --------------------------------------------------------------------------- action executor
+# Action language of these executors: ``Action.text`` is a command; "fail" makes it raise.
+
+ACTION_SAMPLES = ActionSamples(
+    executes_cleanly=Action(text="echo hello", tool_name="shell", tool_args={"cmd": "echo"}),
+    executes_but_errors=Action(text="fail now", tool_name="shell", tool_args={"cmd": "fail"}),
+)
+
+
+class ReferenceExecutor:
+    """Correct: a real await point, an action's own error is an executed observation."""
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        await asyncio.sleep(0.001)
+        if action.text.startswith("fail"):
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="Error: it failed")
+        return ActionOutcome(status=ActionStatus.EXECUTED, observation="hello")
+
+
+class FastExecutor(ReferenceExecutor):
+    """Correct, and returns within one tick: cancellation is not applicable to it."""
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        status = ActionStatus.EXECUTED
+        return ActionOutcome(status=status, observation="Error" if "fail" in action.text else "ok")
+
+
+class EnvErrorForActionError(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        outcome = await super().execute(action)
+        if action.text.startswith("fail"):
+            return ActionOutcome(status=ActionStatus.ENV_ERROR, observation=outcome.observation)
+        return outcome
+
+
+class EmptyObservationForActionError(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        outcome = await super().execute(action)
+        return dataclasses.replace(outcome, observation="") if "fail" in action.text else outcome
+
+
+class DuckTypedOutcome(ReferenceExecutor):
+    async def execute(self, action: Action) -> Any:
+        outcome = await super().execute(action)
+        return SimpleNamespace(
+            **{f.name: getattr(outcome, f.name) for f in dataclasses.fields(outcome)}
+        )
+
+
+class StatusAsPlainString(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        outcome = await super().execute(action)
+        object.__setattr__(outcome, "status", "executed")
+        return outcome
+
+
+class CompletionSignalIsNone(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        outcome = await super().execute(action)
+        object.__setattr__(outcome, "env_reported_completion", None)
+        return outcome
+
+
+class NegativeTruncation(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        outcome = await super().execute(action)
+        return dataclasses.replace(outcome, observation_truncated_chars=-1)
+
+
+class StatusDriftsOnRepeat(ReferenceExecutor):
+    """Refuses an action it has seen before ("already ran")."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        outcome = await super().execute(action)
+        if action.text in self.seen:
+            return ActionOutcome(status=ActionStatus.NOT_EXECUTED, observation="already ran")
+        self.seen.add(action.text)
+        return outcome
+
+
+class SwallowsCancellation(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        try:
+            await asyncio.sleep(0.005)
+        except asyncio.CancelledError:
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="interrupted")
+        return await super().execute(action)
+
+
+class CancellationBecomesRuntimeError(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        try:
+            await asyncio.sleep(0.005)
+        except asyncio.CancelledError:
+            raise RuntimeError("session interrupted") from None
+        return await super().execute(action)
+
+
+# --------------------------------------------------------------------------- decision parser
+# Format: "ACT <command>" → Action, "FINAL <answer>" → FinalAnswer, anything else → invalid.
+
+PARSER_SAMPLES = ParserSamples(
+    action_reply=ModelReply(text="ACT ls -la", call_id="c1"),
+    invalid_reply=ModelReply(text="I think I will look around."),
+    final_reply=ModelReply(text="FINAL 42"),
+)
+
+FEEDBACK = "Start your reply with ACT <command> or FINAL <answer>."
+
+
+class ReferenceParser:
+    def parse(self, reply: ModelReply) -> Action | FinalAnswer | InvalidDecision:
+        text = reply.text.strip()
+        if text.startswith("ACT ") and text[4:].strip():
+            command = text[4:].strip()
+            return Action(text=command, tool_name="shell", tool_args={"cmd": command})
+        if text.startswith("FINAL "):
+            return FinalAnswer(text=text[6:].strip())
+        return InvalidDecision(feedback=FEEDBACK)
+
+
+class RaisesOnControlCharacters(ReferenceParser):
+    def parse(self, reply: ModelReply) -> Action | FinalAnswer | InvalidDecision:
+        if any(ord(c) < 32 and c not in "\n\t" for c in reply.text):
+            raise ValueError("control character in reply")
+        return super().parse(reply)
+
+
+class NondeterministicFeedback(ReferenceParser):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def parse(self, reply: ModelReply) -> Action | FinalAnswer | InvalidDecision:
+        self.calls += 1
+        decision = super().parse(reply)
+        if isinstance(decision, InvalidDecision):
+            return InvalidDecision(feedback=f"{FEEDBACK} (attempt {self.calls})")
+        return decision
+
+
+class DuckTypedAction(ReferenceParser):
+    def parse(self, reply: ModelReply) -> Any:
+        decision = super().parse(reply)
+        if isinstance(decision, Action):
+            return SimpleNamespace(text=decision.text, tool_name=None, tool_args=None)
+        return decision
+
+
+class BlankFeedback(ReferenceParser):
+    def parse(self, reply: ModelReply) -> Action | FinalAnswer | InvalidDecision:
+        decision = super().parse(reply)
+        return InvalidDecision(feedback="  ") if isinstance(decision, InvalidDecision) else decision
+
+
+class FeedbackPatchedToNone(ReferenceParser):
+    def parse(self, reply: ModelReply) -> Action | FinalAnswer | InvalidDecision:
+        decision = super().parse(reply)
+        if isinstance(decision, InvalidDecision):
+            object.__setattr__(decision, "feedback", None)
+        return decision
+
+
+class RecognisesNothing(ReferenceParser):
+    def parse(self, reply: ModelReply) -> Action | FinalAnswer | InvalidDecision:
+        return InvalidDecision(feedback=FEEDBACK)
+
+
+class MissesFinalAnswers(ReferenceParser):
+    def parse(self, reply: ModelReply) -> Action | FinalAnswer | InvalidDecision:
+        decision = super().parse(reply)
+        return InvalidDecision(feedback=FEEDBACK) if isinstance(decision, FinalAnswer) else decision
+
+
+class UnserialisableToolArgs(ReferenceParser):
+    def parse(self, reply: ModelReply) -> Action | FinalAnswer | InvalidDecision:
+        decision = super().parse(reply)
+        if isinstance(decision, Action):
+            object.__setattr__(decision, "tool_args", {"cmd": {"a", "set"}})
+        return decision
+
+
+# --------------------------------------------------------------------------- model client
+
+MODEL_SAMPLES = ModelSamples(
+    messages=[
+        Message(role="system", content="You are terse."),
+        Message(role="user", content="Say hello."),
+    ]
+)
+
+
+class ReferenceModel:
+    async def complete(self, messages: Any) -> ModelReply:
+        await asyncio.sleep(0.001)
+        return ModelReply(text=f"hello after {len(messages)} messages", call_id="ref-1")
+
+
+class AppendsItsReply(ReferenceModel):
+    async def complete(self, messages: Any) -> ModelReply:
+        reply = await super().complete(messages)
+        messages.append(Message(role="assistant", content=reply.text))
+        return reply
+
+
+class DropsTheSystemMessage(ReferenceModel):
+    async def complete(self, messages: Any) -> ModelReply:
+        if messages and messages[0].role == "system":
+            del messages[0]
+        return await super().complete(messages)
+
+
+class EmptyCallId(ReferenceModel):
+    async def complete(self, messages: Any) -> ModelReply:
+        reply = await super().complete(messages)
+        object.__setattr__(reply, "call_id", "")
+        return reply
+
+
+class ReturnsRawText(ReferenceModel):
+    async def complete(self, messages: Any) -> Any:
+        return (await super().complete(messages)).text
+
+
+class UsageWithFloats(ReferenceModel):
+    async def complete(self, messages: Any) -> ModelReply:
+        reply = await super().complete(messages)
+        object.__setattr__(reply, "usage", {"total_tokens": 12.5})
+        return reply
+
+
+class ModelSwallowsCancellation(ReferenceModel):
+    async def complete(self, messages: Any) -> ModelReply:
+        try:
+            await asyncio.sleep(0.005)
+        except asyncio.CancelledError:
+            return ModelReply(text="(cancelled)")
+        return await super().complete(messages)
+
+
+# --------------------------------------------------------------------------- event sink
+
+
+class ReferenceSink(MemorySink):
+    """MemorySink with a real await point."""
+
+    async def emit(self, event: Event) -> None:
+        await asyncio.sleep(0)
+        self.events.append(event)
+
+
+class ChokesOnMissingToolArgs(ReferenceSink):
+    async def emit(self, event: Event) -> None:
+        if isinstance(event.record, StepCompleted):
+            len(event.record.step.tool_args_json)  # type: ignore[arg-type]
+        await super().emit(event)
+
+
+class AsciiOnlySink(ReferenceSink):
+    async def emit(self, event: Event) -> None:
+        event.record.to_json().encode("ascii")
+        await super().emit(event)
+
+
+class NotReentrantSink(ReferenceSink):
+    """One shared "connection" used without a lock."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.busy = False
+
+    async def emit(self, event: Event) -> None:
+        if self.busy:
+            raise RuntimeError("connection busy: concurrent use")
+        self.busy = True
+        try:
+            await asyncio.sleep(0)
+            self.events.append(event)
+        finally:
+            self.busy = False
+
+
+class ReturnsAcknowledgement(ReferenceSink):
+    async def emit(self, event: Event) -> Any:
+        await super().emit(event)
+        return True
+
+
+class SinkSwallowsCancellation(ReferenceSink):
+    async def emit(self, event: Event) -> None:
+        try:
+            await asyncio.sleep(0.005)
+        except asyncio.CancelledError:
+            return
+        await super().emit(event)
+
+
+# --------------------------------------------------------------------------- run store
+
+
+_NESTED: dict[str, type] = {"reply": ModelReply, "action": Action, "step": StepRecord}
+_ENUMS: dict[str, type] = {"stop_reason": StopReason, "action_status": ActionStatus}
+
+
+def _build_unchecked(cls: type, data: dict[str, Any]) -> Any:
+    """Rebuild a dataclass around its constructor — as a careless decoder would."""
+    instance = object.__new__(cls)
+    for f in dataclasses.fields(cls):
+        value = data.get(f.name)
+        if f.name in _NESTED and isinstance(value, dict):
+            value = _build_unchecked(_NESTED[f.name], value)
+        elif f.name in _ENUMS and value is not None:
+            value = _ENUMS[f.name](value)
+        object.__setattr__(instance, f.name, value)
+    return instance
+
+
+_KIND_TO_CLASS = {cls.kind: cls for cls in RECORD_TYPES}
+
+
+def _lossy(value: Any, lose: tuple[Any, ...]) -> Any:
+    if isinstance(value, dict):
+        return {k: _lossy(v, lose) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_lossy(v, lose) for v in value]
+    if any(type(value) is type(x) and value == x for x in lose):
+        return None
+    return value
+
+
+class JsonStore(MemoryStore):
+    """Serialises each record to JSON on the way "to disk" and decodes it without validation."""
+
+    lose: tuple[Any, ...] = ()
+
+    async def read_log(self, run_id: str) -> RunLog:
+        log = await super().read_log(run_id)
+        rebuilt = []
+        for record in log.records:
+            data = _lossy(json.loads(record.to_json()), self.lose)
+            data.pop("kind")
+            rebuilt.append(_build_unchecked(_KIND_TO_CLASS[record.kind], data))
+        return RunLog(tuple(rebuilt))
+
+
+class ZeroBecomesNone(JsonStore):
+    lose = (0,)
+
+
+class EmptyStringBecomesNone(JsonStore):
+    lose = ("",)
+
+
+class StopReasonAsPlainString(MemoryStore):
+    async def read_log(self, run_id: str) -> RunLog:
+        log = await super().read_log(run_id)
+        out = []
+        for record in log.records:
+            if isinstance(record, RunFinished):
+                record = dataclasses.replace(record)
+                object.__setattr__(record, "stop_reason", str(record.stop_reason.value))
+            out.append(record)
+        return RunLog(tuple(out))
+
+
+class UnknownRunRaises(MemoryStore):
+    async def read_log(self, run_id: str) -> RunLog:
+        if run_id not in self._logs:
+            raise KeyError(run_id)
+        return await super().read_log(run_id)
+
+
+class SortsByStepIndex(MemoryStore):
+    async def read_log(self, run_id: str) -> RunLog:
+        log = await super().read_log(run_id)
+        return RunLog(tuple(sorted(log.records, key=lambda r: getattr(r, "step_index", -1))))
+
+
+class IgnoresRunId(MemoryStore):
+    """Everything goes into one log, whatever the run id."""
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        await super().append("the-one-log", record, sequence=sequence)
+
+    async def read_log(self, run_id: str) -> RunLog:
+        return await super().read_log("the-one-log")
+
+
+class LosesConcurrentAppends(MemoryStore):
+    """Copies the whole table, awaits, writes it back: another run's append in between is lost."""
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        snapshot = {key: list(value) for key, value in self._logs.items()}
+        scratch = MemoryStore()
+        scratch._logs = snapshot
+        await scratch.append(run_id, record, sequence=sequence)
+        await asyncio.sleep(0)  # e.g. the write to disk
+        self._logs = scratch._logs
+
+
+class IgnoresSequence(MemoryStore):
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        await super().append(run_id, record, sequence=len(self._logs.get(run_id, [])))
+
+
+class SecondStartReplacesLog(MemoryStore):
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        if record.kind == "run_started":
+            self._logs.pop(run_id, None)
+            sequence = 0
+        await super().append(run_id, record, sequence=sequence)
+
+
+class AppendsAfterFinish(MemoryStore):
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        log = self._logs.get(run_id, [])
+        if log and log[-1].kind == "run_finished" and record.kind != "run_started":
+            if sequence != len(log):
+                from polyloop.errors import RunConflict
+
+                raise RunConflict("wrong sequence")
+            log.append(record)
+            return
+        await super().append(run_id, record, sequence=sequence)
+
+
+class ConflictBeforeOtherErrors(MemoryStore):
+    """Checks the sequence first: the precedence (exists, finished, conflict) is wrong."""
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        from polyloop.errors import RunConflict
+
+        if sequence != len(self._logs.get(run_id, [])):
+            raise RunConflict("wrong sequence")
+        await super().append(run_id, record, sequence=sequence)
+
+
+class ListsNoRuns(MemoryStore):
+    async def run_ids(self) -> list[str]:
+        return []
+
+
+class RunIdsAsTuple(MemoryStore):
+    async def run_ids(self) -> Any:
+        return tuple(await super().run_ids())
+
+
+class ReturnsRecordTuple(MemoryStore):
+    async def read_log(self, run_id: str) -> Any:
+        return (await super().read_log(run_id)).records

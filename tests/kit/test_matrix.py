@@ -1,0 +1,231 @@
+"""Every checked promise can fail: the broken-implementation matrix.
+
+For each seam, one pytester sandbox runs the reference implementation and every broken one
+through the suite. The reference must keep every promise; each broken implementation must fail
+exactly the promises it is written to break (``may_break`` lists promises whose Hypothesis
+search may or may not hit its defect on a given seed); and every checked promise of the
+catalogue must be broken by at least one implementation — a new promise without a breaker
+fails this test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from polyloop.testing import BUILTIN_SUITES
+from tests.kit._sandbox import run_sandbox, subclass_source
+
+
+@dataclass(frozen=True)
+class Breaker:
+    impl: str
+    breaks: frozenset[str]
+    may_break: frozenset[str] = field(default_factory=frozenset)
+
+
+def _b(impl: str, breaks: str, may_break: str = "") -> Breaker:
+    return Breaker(impl, frozenset(breaks.split()), frozenset(may_break.split()))
+
+
+@dataclass(frozen=True)
+class SeamMatrix:
+    reference: str
+    samples: tuple[str, str] | None
+    breakers: tuple[Breaker, ...]
+
+
+_SHAPES_EXECUTOR = (
+    "returns_all_five_fields completion_signal_is_a_plain_boolean "
+    "action_error_is_a_normal_observation_not_an_env_error repeated_execution_keeps_status "
+    "truncated_chars_is_non_negative"
+)
+
+_READS_BACK = (
+    "unknown_run_reads_as_empty_log round_trips_every_record_kind preserves_append_order "
+    "runs_are_isolated concurrent_appends_to_distinct_runs start_is_exclusive "
+    "finished_run_rejects_records rejects_out_of_order_sequence"
+)
+
+MATRIX: dict[str, SeamMatrix] = {
+    "action_executor": SeamMatrix(
+        reference="ReferenceExecutor",
+        samples=("action_samples", "broken.ACTION_SAMPLES"),
+        breakers=(
+            _b("EnvErrorForActionError", "action_error_is_a_normal_observation_not_an_env_error"),
+            _b(
+                "EmptyObservationForActionError",
+                "action_error_is_a_normal_observation_not_an_env_error",
+            ),
+            _b("DuckTypedOutcome", _SHAPES_EXECUTOR),
+            _b("StatusAsPlainString", _SHAPES_EXECUTOR),
+            _b("CompletionSignalIsNone", _SHAPES_EXECUTOR),
+            _b("NegativeTruncation", "truncated_chars_is_non_negative"),
+            _b("StatusDriftsOnRepeat", "repeated_execution_keeps_status"),
+            _b("SwallowsCancellation", "cancellation_propagates_and_is_not_swallowed"),
+            _b("CancellationBecomesRuntimeError", "cancellation_propagates_and_is_not_swallowed"),
+        ),
+    ),
+    "decision_parser": SeamMatrix(
+        reference="ReferenceParser",
+        samples=("parser_samples", "broken.PARSER_SAMPLES"),
+        breakers=(
+            _b(
+                "RaisesOnControlCharacters",
+                "never_raises returns_one_of_three_branches",
+                "is_deterministic",
+            ),
+            _b("NondeterministicFeedback", "is_deterministic"),
+            _b(
+                "DuckTypedAction",
+                "recognises_its_action_sample returns_one_of_three_branches action_is_serialisable",
+                "never_raises is_deterministic",
+            ),
+            _b("BlankFeedback", "invalid_reply_gets_feedback"),
+            _b(
+                "FeedbackPatchedToNone",
+                "invalid_reply_gets_feedback returns_one_of_three_branches never_raises "
+                "is_deterministic",
+            ),
+            _b(
+                "RecognisesNothing",
+                "recognises_its_action_sample action_is_serialisable "
+                "recognises_its_final_answer_sample",
+            ),
+            _b("MissesFinalAnswers", "recognises_its_final_answer_sample"),
+            _b("UnserialisableToolArgs", "action_is_serialisable"),
+        ),
+    ),
+    "model_client": SeamMatrix(
+        reference="ReferenceModel",
+        samples=("model_samples", "broken.MODEL_SAMPLES"),
+        breakers=(
+            _b("AppendsItsReply", "does_not_mutate_messages"),
+            _b("DropsTheSystemMessage", "does_not_mutate_messages"),
+            _b(
+                "EmptyCallId",
+                "call_id_is_never_empty_string returns_a_model_reply does_not_mutate_messages",
+            ),
+            _b(
+                "ReturnsRawText",
+                "returns_a_model_reply call_id_is_never_empty_string does_not_mutate_messages",
+            ),
+            _b(
+                "UsageWithFloats",
+                "returns_a_model_reply call_id_is_never_empty_string does_not_mutate_messages",
+            ),
+            _b("ModelSwallowsCancellation", "cancellation_propagates"),
+        ),
+    ),
+    "event_sink": SeamMatrix(
+        reference="ReferenceSink",
+        samples=None,
+        breakers=(
+            _b("ChokesOnMissingToolArgs", "accepts_every_event_kind"),
+            _b("AsciiOnlySink", "accepts_every_event_kind"),
+            _b("NotReentrantSink", "concurrent_emits_are_safe"),
+            _b("ReturnsAcknowledgement", "accepts_every_event_kind concurrent_emits_are_safe"),
+            _b("SinkSwallowsCancellation", "cancellation_propagates"),
+        ),
+    ),
+    "run_store": SeamMatrix(
+        reference="MemoryStore",
+        samples=None,
+        breakers=(
+            _b(
+                "ZeroBecomesNone",
+                "round_trips_every_record_kind preserves_append_order runs_are_isolated "
+                "concurrent_appends_to_distinct_runs finished_run_rejects_records "
+                "rejects_out_of_order_sequence",
+            ),
+            _b("EmptyStringBecomesNone", "round_trips_every_record_kind"),
+            _b(
+                "StopReasonAsPlainString",
+                "finished_run_rejects_records",
+                "round_trips_every_record_kind",
+            ),
+            _b("UnknownRunRaises", "unknown_run_reads_as_empty_log"),
+            _b("SortsByStepIndex", "preserves_append_order", "round_trips_every_record_kind"),
+            _b(
+                "IgnoresRunId",
+                "runs_are_isolated concurrent_appends_to_distinct_runs lists_its_runs "
+                "round_trips_every_record_kind",
+            ),
+            _b("LosesConcurrentAppends", "concurrent_appends_to_distinct_runs"),
+            _b("IgnoresSequence", "rejects_out_of_order_sequence"),
+            _b("SecondStartReplacesLog", "start_is_exclusive"),
+            _b("AppendsAfterFinish", "finished_run_rejects_records"),
+            _b("ConflictBeforeOtherErrors", "start_is_exclusive finished_run_rejects_records"),
+            _b("ListsNoRuns", "lists_its_runs"),
+            _b("RunIdsAsTuple", "lists_its_runs"),
+            _b("ReturnsRecordTuple", _READS_BACK),
+        ),
+    ),
+}
+
+
+def _impl_expr(seam: str, impl: str) -> str:
+    return "broken.MemoryStore()" if impl == "MemoryStore" else f"broken.{impl}()"
+
+
+@pytest.mark.parametrize("seam", sorted(MATRIX))
+def test_each_broken_implementation_fails_its_promise_and_the_reference_keeps_all(
+    pytester: pytest.Pytester, seam: str
+) -> None:
+    suite = BUILTIN_SUITES[seam]
+    matrix = MATRIX[seam]
+    catalogue = suite.promises()
+    checked = {spec.name for spec in catalogue if spec.kind == "checked"}
+    unverifiable = {spec.name for spec in catalogue if spec.kind == "unverifiable"}
+
+    broken_somewhere = set().union(*(b.breaks for b in matrix.breakers))
+    assert checked - broken_somewhere == set(), (
+        f"checked promises of {seam} with no broken implementation that catches them: "
+        f"{sorted(checked - broken_somewhere)}"
+    )
+    unknown = broken_somewhere - checked
+    assert not unknown, f"breakers name promises that are not checked promises: {unknown}"
+
+    impls = [matrix.reference, *(b.impl for b in matrix.breakers)]
+    body = "\n\n".join(
+        subclass_source(f"Test{impl}", suite.__name__, seam, _impl_expr(seam, impl), matrix.samples)
+        for impl in impls
+    )
+    outcomes = run_sandbox(pytester, body)
+
+    problems: list[str] = []
+    for impl in impls:
+        ran = {test for (cls, test) in outcomes if cls == f"Test{impl}"}
+        if ran != {spec.test_name for spec in catalogue}:
+            problems.append(f"{impl}: ran {sorted(ran)}, not the whole catalogue")
+    reference = {test: o for (cls, test), o in outcomes.items() if cls == f"Test{matrix.reference}"}
+    for spec in catalogue:
+        got = reference[spec.test_name]
+        want = "skipped" if spec.kind == "unverifiable" else "passed"
+        if got.outcome != want and not (
+            got.outcome == "skipped" and "not applicable" in got.longrepr
+        ):
+            problems.append(
+                f"reference {matrix.reference}: {spec.id} {got.outcome}\n{got.longrepr}"
+            )
+    for breaker in matrix.breakers:
+        failed = {
+            test.removeprefix("test_")
+            for (cls, test), o in outcomes.items()
+            if cls == f"Test{breaker.impl}" and o.outcome == "failed"
+        }
+        if not breaker.breaks <= failed:
+            problems.append(f"{breaker.impl} was not caught by {sorted(breaker.breaks - failed)}")
+        extra = failed - breaker.breaks - breaker.may_break
+        if extra:
+            details = "\n".join(
+                outcomes[(f"Test{breaker.impl}", f"test_{name}")].longrepr[-600:]
+                for name in sorted(extra)
+            )
+            problems.append(f"{breaker.impl} also failed {sorted(extra)}:\n{details}")
+        if failed & unverifiable:
+            problems.append(
+                f"{breaker.impl} failed an unverifiable promise: {failed & unverifiable}"
+            )
+    assert not problems, "\n\n".join(problems)
