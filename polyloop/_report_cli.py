@@ -89,8 +89,16 @@ def _indent(text: str, prefix: str) -> list[str]:
     return [prefix + line for line in text.splitlines() if line.strip()]
 
 
+def _where(item: Mapping[str, Any]) -> str:
+    """The source, unless the id already says it (a hand-written class: ``path::Class``)."""
+    source = str(item.get("source", ""))
+    path = source.rsplit(":", 1)[0]
+    return "" if str(item["id"]).startswith(f"{path}::") else f"  {source}"
+
+
 def render_text(report: Mapping[str, Any]) -> str:
-    """The report as terminal text: one line per implementation, then each promise to look at."""
+    """The report as terminal text: one line per implementation, then each promise to look at
+    (unverifiable ones once per promise, with the implementations they apply to)."""
     lines = [
         f"verdict: {_VERDICT_TEXT.get(report['verdict'], report['verdict'])}",
         f"kit {report.get('kit_version')}  suite {report.get('suite_hash')}  "
@@ -100,8 +108,8 @@ def render_text(report: Mapping[str, Any]) -> str:
     width = max((len(item["id"]) for item in implementations), default=0)
     for item in implementations:
         lines.append(
-            f"{item['id']:<{width}}  {item['seam']:<16} {item['collected']}/{item['catalogue']} "
-            f"promises  {_counts_text(item['counts'])}  ({item['source']})"
+            f"{item['id']:<{width}}  {item['seam']}  {item['collected']}/{item['catalogue']}  "
+            f"{_counts_text(item['counts'])}{_where(item)}"
         )
         missing = item.get("missing") or []
         if missing:
@@ -115,20 +123,33 @@ def render_text(report: Mapping[str, Any]) -> str:
         ]
         if not entries:
             continue
-        lines.append("")
-        lines.append(f"{heading}:")
+        lines += ["", f"{heading}:"]
+        if outcome == "unverifiable":
+            lines += _unverifiable_lines(entries)
+            continue
         for item, promise in entries:
             lines.append(f"  {item['id']}  {promise['id']} — {promise['promise']}")
             if promise.get("waiver_reason"):
                 lines.append(f"      waiver: {promise['waiver_reason']}")
-            if outcome == "unverifiable":
-                lines.append(f"      why: {promise.get('why')}")
-                lines.append(f"      verify it yourself: {promise.get('verify_yourself')}")
-            elif promise.get("detail") and outcome in ("violated", "pending"):
+            if promise.get("detail") and outcome in ("violated", "pending"):
                 lines.extend(_indent(promise["detail"], "      "))
             if outcome in ("violated", "stale_waiver", "pending"):
                 lines.append(f"      rerun: pytest --polyloop-conformance '{promise['nodeid']}'")
     return "\n".join(lines) + "\n"
+
+
+def _unverifiable_lines(entries: list[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> list[str]:
+    by_promise: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+    for item, promise in entries:
+        by_promise.setdefault(promise["id"], []).append((item, promise))
+    lines = []
+    for promise_id, group in sorted(by_promise.items()):
+        promise = group[0][1]
+        lines.append(f"  {promise_id} — {promise['promise']}")
+        lines.append(f"      why: {promise.get('why')}")
+        lines.append(f"      verify it yourself: {promise.get('verify_yourself')}")
+        lines.append(f"      for: {', '.join(item['id'] for item, _ in group)}")
+    return lines
 
 
 def _md_cell(text: object) -> str:
