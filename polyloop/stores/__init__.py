@@ -52,10 +52,13 @@ def _postgres_store(dsn: str) -> RunStore:
     hint = "PostgreSQL stores need psycopg: pip install 'polyloop[postgres]'"
     try:
         # By name, so this module type-checks and imports without the optional extra.
+        importlib.import_module("psycopg")
+        importlib.import_module("psycopg_pool")
+    except ImportError:
+        raise ValueError(f"cannot open {_shown(dsn)!r}: {hint}") from None
+    try:
         module = importlib.import_module("polyloop.stores._postgres")
     except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in ("psycopg", "psycopg_pool"):
-            raise ValueError(f"cannot open {_shown(dsn)!r}: {hint}") from None
         if exc.name == "polyloop.stores._postgres":
             raise ValueError(
                 f"cannot open {_shown(dsn)!r}: this polyloop build has no PostgreSQL store"
