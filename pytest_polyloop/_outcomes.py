@@ -111,6 +111,14 @@ def _violation_detail(phase: PhaseResult) -> str:
     return detail[:_DETAIL_LIMIT] or f"{phase.when} failed"
 
 
+def _xpass_reason(phase: PhaseResult) -> str | None:
+    """The xfail reason of an XPASS: ``wasxfail``, or the text after ``[XPASS(strict)]``."""
+    if phase.wasxfail is not None:
+        return phase.wasxfail
+    _, found, reason = phase.text.partition(_STRICT_XPASS)
+    return (reason.strip() or None) if found else None
+
+
 def _waiver_from(reason: str | None) -> str | None:
     if reason is None:
         return None
@@ -160,7 +168,7 @@ def classify(
             outcome="stale_waiver",
             duration_s=duration,
             detail="the promise held although it is waived: remove the waiver",
-            waiver_reason=waiver_reason or _waiver_from(stale[0].wasxfail),
+            waiver_reason=waiver_reason or _waiver_from(_xpass_reason(stale[0])),
         )
     for phase in phases:
         if phase.outcome != "skipped":

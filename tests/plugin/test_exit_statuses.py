@@ -150,3 +150,71 @@ def test_a_seam_tag_on_a_plain_function_is_a_usage_error(project: Project) -> No
     assert run.ret == 4
     [line] = misuse_lines(run.output)
     assert ": plain: tagged as a polyloop seam but is not a fixture" in line
+
+
+SKIPPING_SUITE = '''\
+import pytest
+import pytest_polyloop
+from polyloop.testing import ContractBase
+
+
+class ClockContract(ContractBase):
+    seam = "clock"
+
+    @pytest.fixture
+    def clock(self):
+        pytest.fail("override the clock fixture")
+
+    def test_reads_seconds(self, clock):
+        """now() returns seconds."""
+        pytest.skip("this clock has no seconds")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_polyloop_register_seams(registry):
+    registry.add("clock", ClockContract, None)
+
+
+@pytest_polyloop.seam("clock")
+@pytest.fixture
+def tick_clock():
+    return object()
+'''
+
+
+def test_an_implementation_with_no_promise_held_is_incomplete(project: Project) -> None:
+    project.write("tests/conftest.py", SKIPPING_SUITE)
+    run = project.run()
+    assert run.counts("tick_clock")["not_applicable"] == 1
+    assert run.report is not None
+    assert run.report["verdict"] == "incomplete"  # an empty contract never passes trivially
+    assert run.ret == 1
+
+
+def test_an_override_without_a_waiver_reason_is_incomplete(project: Project) -> None:
+    project.write(
+        "tests/test_mine.py",
+        """\
+        import pytest
+        from polyloop.testing import ActionExecutorContract
+        from sandbox_executors import SandboxExecutor, action_samples
+
+
+        class TestMine(ActionExecutorContract):
+            @pytest.fixture
+            def action_executor(self):
+                return SandboxExecutor()
+
+            @pytest.fixture
+            def action_samples(self):
+                return action_samples()
+
+            def test_returns_all_five_fields(self, action_executor):
+                '''Replaced without saying why.'''
+        """,
+    )
+    run = project.run()
+    assert run.outcome("tests/test_mine.py::TestMine", FIVE_FIELDS) == "overridden"
+    assert run.report is not None
+    assert run.report["verdict"] == "incomplete"
+    assert run.ret == 1

@@ -1,0 +1,75 @@
+"""Outcome classification from plain phase data (what arrives from a serial run or a worker)."""
+
+from __future__ import annotations
+
+from pytest_polyloop._outcomes import PhaseResult, classify
+
+
+def phase(when: str, outcome: str, **fields: object) -> PhaseResult:
+    return PhaseResult(when=when, outcome=outcome, duration=0.25, **fields)  # type: ignore[arg-type]
+
+
+PASSED_SETUP = phase("setup", "passed")
+PASSED_TEARDOWN = phase("teardown", "passed")
+
+
+def test_a_strict_xpass_shipped_by_an_xdist_worker_is_a_stale_waiver() -> None:
+    text = "[gw1] linux -- Python 3.11.7 /usr/bin/python\n[XPASS(strict)] waived: old bug"
+    call = phase("call", "failed", text=text)
+    judgement = classify([PASSED_SETUP, call, PASSED_TEARDOWN])
+    assert judgement is not None
+    assert judgement.outcome == "stale_waiver"
+    assert judgement.waiver_reason == "old bug"
+    assert judgement.duration_s == 0.75
+
+
+def test_an_error_in_setup_is_violated_and_says_where() -> None:
+    setup = phase("setup", "failed", text="E   RuntimeError: no db", crash="RuntimeError: no db")
+    judgement = classify([setup, PASSED_TEARDOWN])
+    assert judgement is not None
+    assert judgement.outcome == "violated"
+    assert judgement.detail == "error in setup:\nRuntimeError: no db"
+
+
+def test_a_failing_teardown_after_a_pass_is_violated() -> None:
+    teardown = phase("teardown", "failed", text="E   OSError: leak", crash="OSError: leak")
+    judgement = classify([PASSED_SETUP, phase("call", "passed"), teardown])
+    assert judgement is not None
+    assert judgement.outcome == "violated"
+
+
+def test_a_plain_skip_is_not_applicable_without_a_verify_yourself() -> None:
+    call = phase("call", "skipped", skip_reason="Skipped: needs a GPU")
+    judgement = classify([PASSED_SETUP, call, PASSED_TEARDOWN])
+    assert judgement is not None
+    assert (judgement.outcome, judgement.why, judgement.verify_yourself) == (
+        "not_applicable",
+        "needs a GPU",
+        None,
+    )
+
+
+def test_a_non_strict_xpass_is_a_stale_waiver_too() -> None:
+    call = phase("call", "passed", wasxfail="waived: flaky")
+    judgement = classify([PASSED_SETUP, call, PASSED_TEARDOWN])
+    assert judgement is not None
+    assert judgement.outcome == "stale_waiver"
+    assert judgement.waiver_reason == "flaky"
+
+
+def test_the_skip_text_is_parsed_when_no_structured_parts_travelled() -> None:
+    parts = {"outcome": "unverifiable", "promise": "p", "why": "w", "verify_yourself": "v"}
+    call = phase("call", "skipped", skip_reason="Skipped: p — …")
+    judgement = classify(
+        [call], parse_skip=lambda text: parts if text.startswith("Skipped: p") else None
+    )
+    assert judgement is not None
+    assert (judgement.outcome, judgement.promise, judgement.verify_yourself) == (
+        "unverifiable",
+        "p",
+        "v",
+    )
+
+
+def test_a_promise_that_never_reported_has_no_outcome() -> None:
+    assert classify([]) is None
