@@ -27,7 +27,7 @@ from polyloop.types import ActionOutcome
 
 __all__ = ["ActionExecutorContract"]
 
-_LIBRARY_TESTS = "polyloop's own loop tests (tests/unit, tests/integration) guard it"
+_LIBRARY_TESTS = "polyloop's own loop tests"
 
 
 async def _execute(executor: ActionExecutor, samples: object, which: str) -> ActionOutcome:

@@ -106,8 +106,8 @@ def bounded_settings(max_examples: int) -> hypothesis.settings:
     real store or sink is allowed to be slow; the function-scoped-fixture check is suppressed
     because the seam fixture is meant to be shared by the examples of one test, and the
     differing-executors check because an inherited test runs on a new instance per subclass.
-    The shrink phase is off (see the comment below). Under ``CI`` the examples are derandomized (and the example database is off) so a CI run is
-    reproducible.
+    The shrink phase is off (see the comment below). Under ``CI`` the examples are derandomized
+    (and the example database is off) so a CI run is reproducible.
     """
     extra: dict[str, Any] = {"derandomize": True, "database": None} if _in_ci() else {}
     return hypothesis.settings(

@@ -153,7 +153,7 @@ class ModelClientContract(ContractBase):
                 "returned as text looks exactly like a reply"
             ),
             verify_yourself=(
-                f"in your own tests, point {short(type(model_client).__name__, 60)} at an endpoint "
+                "in your own tests, point your client at an endpoint "
                 "that fails (HTTP 500 after retries, refused connection) and assert complete() "
                 "raises; the llm_error stop is guarded by polyloop's own loop tests"
             ),

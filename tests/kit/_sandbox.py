@@ -14,7 +14,13 @@ import pytest
 
 # `-p no:polyloop`: these runs exercise the kit alone, not the conformance plugin (which is
 # tested in tests/plugin); the plugin stays passive without its flag anyway.
-SANDBOX_ARGS = ("-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:polyloop", "-q")
+BARE_SANDBOX_ARGS = ("-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:polyloop", "-q")
+# Only silences pytest-asyncio's "unset default fixture loop scope" deprecation notice; the
+# suites' own tests run the same without it (test_outcomes checks the bare form).
+SANDBOX_ARGS = (*BARE_SANDBOX_ARGS, "-o", "asyncio_default_fixture_loop_scope=function")
+
+
+HEADER = "import pytest\nfrom polyloop import testing\nfrom tests.kit import broken\n\n"
 
 
 @dataclass(frozen=True)
@@ -46,8 +52,7 @@ def run_sandbox(
     pytester: pytest.Pytester, body: str, *args: str
 ) -> dict[tuple[str, str], TestOutcome]:
     """Write one test module, run it in-process, return {(class, test name): outcome}."""
-    header = "import pytest\nfrom polyloop import testing\nfrom tests.kit import broken\n\n"
-    pytester.makepyfile(test_sandbox=header + textwrap.dedent(body))
+    pytester.makepyfile(test_sandbox=HEADER + textwrap.dedent(body))
     result = pytester.runpytest_inprocess(*SANDBOX_ARGS, *args)
     reprec = result.reprec  # type: ignore[attr-defined]
     failed_collections = reprec.getfailedcollections()

@@ -1,0 +1,25 @@
+"""ScriptedModel keeps every promise of the model-client contract."""
+
+from __future__ import annotations
+
+import pytest
+
+from polyloop.models import ScriptedModel
+from polyloop.testing import ModelClientContract, ModelSamples
+from polyloop.types import Message
+
+
+class TestScriptedModelContract(ModelClientContract):
+    @pytest.fixture
+    def model_client(self) -> ScriptedModel:
+        # The samples hold no assistant message, so every call answers with reply 0.
+        return ScriptedModel(["ACT ls", "FINAL done"])
+
+    @pytest.fixture
+    def model_samples(self) -> ModelSamples:
+        return ModelSamples(
+            messages=[
+                Message(role="system", content="You are a careful agent."),
+                Message(role="user", content="List the files."),
+            ]
+        )
