@@ -23,6 +23,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -39,6 +40,12 @@ _SUPERUSER = "postgres"
 # Server processes run as this OS user when the tests run as root (initdb/pg_ctl refuse root).
 _OS_USER = "postgres"
 _START_ATTEMPTS = 5
+_WATCHDOG = """
+import shutil, subprocess, sys
+sys.stdin.buffer.read()  # EOF: the fixture is done, or pytest died
+subprocess.run(sys.argv[2:], capture_output=True, timeout=120, check=False)
+shutil.rmtree(sys.argv[1], ignore_errors=True)
+"""
 
 
 def _postgres_bindir() -> Path | None:
@@ -133,26 +140,22 @@ def postgres_dsn() -> Iterator[str]:
 
     base = Path(tempfile.mkdtemp(prefix="polyloop-pg-"))
     data, log = base / "data", base / "server.log"
+    pg_ctl = [*prefix, str(bindir / "pg_ctl"), "-D", str(data)]
+    # The watchdog stops the server and deletes the directory when its stdin reaches EOF: when
+    # this fixture finishes, and also when pytest is killed (SIGTERM from `timeout`, SIGKILL),
+    # so no run can leak a server. Its own session keeps it out of signals sent to our group.
+    watchdog = subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(base), *pg_ctl, "-m", "immediate", "-w", "stop"],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         base.chmod(0o700)
         if prefix:
             owner = pwd.getpwnam(_OS_USER)
             os.chown(base, owner.pw_uid, owner.pw_gid)
-        _run(
-            [
-                *prefix,
-                str(bindir / "initdb"),
-                "-D",
-                str(data),
-                "-U",
-                _SUPERUSER,
-                "--auth=trust",
-                "--encoding=UTF8",
-                "--locale=C",
-                "--no-sync",
-            ],
-            "initdb",
-        )
+        initdb = [str(bindir / "initdb"), "-D", str(data), "-U", _SUPERUSER, "--auth=trust"]
+        _run([*prefix, *initdb, "--encoding=UTF8", "--locale=C", "--no-sync"], "initdb")
         port = 0
         for attempt in range(1, _START_ATTEMPTS + 1):
             port = _free_loopback_port()
@@ -162,20 +165,7 @@ def postgres_dsn() -> Iterator[str]:
             )
             try:
                 _run(
-                    [
-                        *prefix,
-                        str(bindir / "pg_ctl"),
-                        "-D",
-                        str(data),
-                        "-l",
-                        str(log),
-                        "-w",
-                        "-t",
-                        "60",
-                        "-o",
-                        options,
-                        "start",
-                    ],
+                    [*pg_ctl, "-l", str(log), "-w", "-t", "60", "-o", options, "start"],
                     "pg_ctl start",
                     log,
                 )
@@ -183,16 +173,11 @@ def postgres_dsn() -> Iterator[str]:
             except RuntimeError:
                 if attempt == _START_ATTEMPTS:
                     raise
-        try:
-            yield f"postgresql://{_SUPERUSER}@127.0.0.1:{port}/postgres"
-        finally:
-            subprocess.run(
-                [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-                capture_output=True,
-                timeout=120,
-                check=False,
-            )
+        yield f"postgresql://{_SUPERUSER}@127.0.0.1:{port}/postgres"
     finally:
+        assert watchdog.stdin is not None
+        watchdog.stdin.close()
+        watchdog.wait(timeout=180)
         shutil.rmtree(base, ignore_errors=True)
 
 
