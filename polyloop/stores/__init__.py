@@ -8,14 +8,26 @@ from __future__ import annotations
 
 import importlib
 import re
+from typing import TYPE_CHECKING, Any
 
 from polyloop.ports import RunStore
 from polyloop.stores._memory import MemoryStore
 from polyloop.stores._sqlite import SQLiteStore
 
-__all__ = ["MemoryStore", "SQLiteStore", "open_store"]
+__all__ = ["MemoryStore", "PostgresStore", "SQLiteStore", "open_store"]
 
-# --- PostgresStore: exported lazily through a module __getattr__ (added with the store). ---
+if TYPE_CHECKING:
+    from polyloop.stores._postgres import PostgresStore
+
+
+def __getattr__(name: str) -> Any:
+    # PostgresStore is exported lazily; its module imports psycopg only when a store is built.
+    if name == "PostgresStore":
+        from polyloop.stores._postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _ACCEPTED = (
     "memory:, sqlite:///relative/path.db, sqlite:////absolute/path.db, "

@@ -1,0 +1,442 @@
+"""PostgresStore: the intent log in PostgreSQL, for runs spread over many machines.
+
+Extra ``polyloop[postgres]`` (psycopg 3 + psycopg_pool). This module imports neither at import
+time: ``import polyloop.stores`` stays stdlib-only, and a missing driver is reported when a
+store is constructed, with the install hint.
+
+Tables (created on first use, see ``_SCHEMA``): ``polyloop_schema`` (the store schema version),
+``polyloop_runs`` (one row per run: its length and whether it is finished — the row every append
+locks) and ``polyloop_records`` (one row per record, ``PRIMARY KEY (run_id, sequence)``: the
+hard fence that holds even against a writer that skips the row lock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import weakref
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final
+
+from polyloop._run_id import validate_run_id
+from polyloop.errors import (
+    RunAlreadyExists,
+    RunConflict,
+    SchemaVersionError,
+    StoreCorrupted,
+)
+from polyloop.stores._rules import check_append, check_record
+from polyloop.types import Record, RunFinished, RunLog, RunStarted, record_from_json
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["PostgresStore"]
+
+_INSTALL_HINT: Final = "pip install 'polyloop[postgres]'"
+
+#: The store's table layout, independent of the record schema version. A database whose major
+#: differs was written by an incompatible polyloop: refuse it rather than guess.
+STORE_SCHEMA_VERSION: Final = "1.0"
+_SUPPORTED_MAJOR: Final = "1"
+
+# Two-key advisory lock for schema creation: CREATE TABLE IF NOT EXISTS is not safe against a
+# concurrent CREATE of the same table (it can fail on pg_type's unique index), so the first uses
+# of many processes against an empty database take turns. The first key namespaces the lock
+# away from the application's own advisory locks.
+_LOCK_NAMESPACE: Final = "polyloop"
+_SCHEMA_LOCK_KEY: Final = "schema"
+
+# Record bodies are `text`, not `jsonb`, holding exactly ``record.to_json()`` (canonical JSON):
+# jsonb would re-order keys (by length) and drop the canonical byte form, and it rejects the
+# escape ``\u0000`` that canonical JSON uses for a NUL character inside a string, so a record
+# holding "\x00" could not be stored at all. Canonical JSON escapes every control character, so
+# the text never contains a raw NUL (which a PostgreSQL text value cannot hold). Queries can
+# still cast ``body::jsonb`` where no record contains a NUL.
+_SCHEMA: Final = (
+    """
+    CREATE TABLE IF NOT EXISTS polyloop_schema (
+        component text PRIMARY KEY,
+        version text NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS polyloop_runs (
+        run_id text COLLATE "C" PRIMARY KEY
+            CHECK (run_id ~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$'),
+        length bigint NOT NULL CHECK (length >= 1),
+        finished boolean NOT NULL,
+        started_at timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS polyloop_records (
+        run_id text COLLATE "C" NOT NULL,
+        sequence bigint NOT NULL CHECK (sequence >= 0),
+        kind text NOT NULL,
+        body text NOT NULL,
+        appended_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (run_id, sequence)
+    )
+    """,
+)
+
+
+def _require_driver() -> None:
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            f"PostgresStore needs psycopg 3 and psycopg_pool ({exc}); install them with: "
+            f"{_INSTALL_HINT}"
+        ) from exc
+
+
+def _describe_dsn(dsn: str) -> str:
+    """The DSN without its password, for error messages."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    params = conninfo_to_dict(dsn)
+    # libpq checks the port only when connecting; a typo here should fail at construction.
+    for port in str(params.get("port") or "").split(","):
+        if port and not port.isdigit():
+            raise ValueError(f"invalid PostgreSQL DSN: port {port!r} is not a number")
+    shown = {k: v for k, v in params.items() if k in {"host", "hostaddr", "port", "dbname", "user"}}
+    return " ".join(f"{k}={v}" for k, v in sorted(shown.items())) or "(libpq defaults)"
+
+
+def _body_text(record: Record) -> str:
+    """The text stored for a record: its canonical JSON, encodable as UTF-8.
+
+    A str holding a lone surrogate (say from ``bytes.decode(errors="surrogateescape")``) makes
+    canonical JSON unencodable; only then the same JSON value is written with ASCII escapes,
+    which ``record_from_json`` decodes to the identical record.
+    """
+    body = record.to_json()
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(
+            json.loads(body),
+            sort_keys=True,
+            ensure_ascii=True,
+            separators=(",", ":"),
+            allow_nan=False,
+        )
+    return body
+
+
+@dataclass(slots=True)
+class _LoopBinding:
+    """What is bound to one event loop: its pool, the lock guarding the pool's creation, and
+    the task that closes the pool when the loop shuts down."""
+
+    loop: asyncio.AbstractEventLoop
+    opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+    pool: AsyncConnectionPool[Any] | None = None
+    guardian: asyncio.Task[None] | None = None
+
+
+class PostgresStore:
+    """A :class:`~polyloop.ports.RunStore` in PostgreSQL (psycopg 3, an async pool).
+
+    ``dsn`` is a libpq connection string or URI (``postgresql://user@host:5432/db``).
+    ``min_size``/``max_size`` size the connection pool (per event loop, per store object).
+
+    Nothing is connected in ``__init__``: the schema is checked (and created if absent) and the
+    pool opened on first use, in the running event loop. Event loops: a store may be used from
+    successive event loops (two ``asyncio.run`` calls) without ``aclose()`` in between: the
+    pool is closed when its loop shuts down, and the next loop opens a new one. It must not be
+    used from two loops *at the same time* (that raises ``RuntimeError``). ``aclose()`` (or
+    ``async with``) closes the pool now; a closed store reopens on its next use.
+
+    Every append is one transaction: lock the run's row (``SELECT … FOR UPDATE``), read its
+    length and whether it is finished, apply the append rules, write — so many writer
+    processes are safe, and the ``PRIMARY KEY (run_id, sequence)`` is the final fence. It is
+    durable when it returns (the session forces ``synchronous_commit = on``).
+    """
+
+    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        if not isinstance(dsn, str) or not dsn.strip():
+            raise ValueError("dsn must be a non-empty PostgreSQL connection string or URI")
+        for name, value in (("min_size", min_size), ("max_size", max_size)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{name} must be an int, got {value!r}")
+        if min_size < 0:
+            raise ValueError(f"min_size must be >= 0, got {min_size}")
+        if max_size < max(1, min_size):
+            raise ValueError(f"max_size must be >= max(1, min_size), got {max_size}")
+        _require_driver()
+        import psycopg
+
+        try:
+            self._where = _describe_dsn(dsn)
+        except psycopg.ProgrammingError as exc:
+            raise ValueError(f"invalid PostgreSQL DSN: {exc}") from None
+        self._dsn = dsn
+        self._min_size = min_size
+        self._max_size = max_size
+        self._binding: _LoopBinding | None = None
+        self._schema_checked = False
+        # Every connection the pools opened, so a pool left behind by a finished event loop
+        # can have its sockets closed without that loop.
+        self._connections: weakref.WeakSet[AsyncConnection[Any]] = weakref.WeakSet()
+
+    # ------------------------------------------------------------------ RunStore
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        check_record(run_id, record, sequence)
+        body = _body_text(record)
+        finished = isinstance(record, RunFinished)
+        import psycopg
+
+        pool = await self._pool()
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                # The row lock serialises appends to one run; READ COMMITTED (forced in
+                # _configure) makes the next statement see the previous append's commit.
+                cur = await conn.execute(
+                    "SELECT length, finished FROM polyloop_runs WHERE run_id = %s FOR UPDATE",
+                    (run_id,),
+                )
+                row = await cur.fetchone()
+                length, was_finished = (0, False) if row is None else (int(row[0]), bool(row[1]))
+                check_append(
+                    run_id, record, sequence=sequence, length=length, finished=was_finished
+                )
+                if row is None:
+                    # No row to lock yet: a racing first append is stopped by the primary key.
+                    await conn.execute(
+                        "INSERT INTO polyloop_runs (run_id, length, finished) VALUES (%s, 1, %s)",
+                        (run_id, finished),
+                    )
+                else:
+                    await conn.execute(
+                        "UPDATE polyloop_runs SET length = %s, finished = %s WHERE run_id = %s",
+                        (length + 1, finished, run_id),
+                    )
+                await conn.execute(
+                    "INSERT INTO polyloop_records (run_id, sequence, kind, body) "
+                    "VALUES (%s, %s, %s, %s)",
+                    (run_id, sequence, record.kind, body),
+                )
+        except psycopg.errors.UniqueViolation:
+            # Another writer committed this run's start or this sequence first.
+            if isinstance(record, RunStarted):
+                raise RunAlreadyExists(
+                    f"run {run_id!r} already has a log (a concurrent RunStarted won)"
+                ) from None
+            raise RunConflict(
+                f"run {run_id!r}: sequence {sequence} was written concurrently by another "
+                "process (another process is driving this run)"
+            ) from None
+
+    async def read_log(self, run_id: str) -> RunLog:
+        validate_run_id(run_id)
+        pool = await self._pool()
+        async with pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT sequence, kind, body FROM polyloop_records WHERE run_id = %s "
+                "ORDER BY sequence",
+                (run_id,),
+            )
+            rows = await cur.fetchall()
+        records: list[Record] = []
+        for expected, (sequence, kind, body) in enumerate(rows):
+            where = f"PostgresStore({self._where}): run {run_id!r} record {sequence}"
+            if sequence != expected:
+                raise StoreCorrupted(f"{where}: expected sequence {expected} (a gap in the log)")
+            try:
+                record = record_from_json(body)
+            except SchemaVersionError as exc:
+                raise SchemaVersionError(f"{where}: {exc}") from None
+            except ValueError as exc:
+                raise StoreCorrupted(f"{where}: undecodable body ({exc})") from None
+            if record.kind != kind:
+                raise StoreCorrupted(f"{where}: kind column {kind!r} but body is {record.kind!r}")
+            records.append(record)
+        return RunLog(tuple(records))
+
+    async def run_ids(self) -> list[str]:
+        pool = await self._pool()
+        async with pool.connection() as conn:
+            cur = await conn.execute("SELECT run_id FROM polyloop_runs")
+            rows = await cur.fetchall()
+        return sorted(str(row[0]) for row in rows)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def aclose(self) -> None:
+        """Close the pool (idempotent). The store reopens on its next use."""
+        binding, self._binding = self._binding, None
+        if binding is None:
+            return
+        if binding.loop is not asyncio.get_running_loop():
+            self._abandon(binding)
+            return
+        if binding.guardian is not None:
+            binding.guardian.cancel()
+        await self._close_pool(binding)
+
+    async def __aenter__(self) -> PostgresStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self._where}, min_size={self._min_size}, max_size={self._max_size})"
+
+    # ------------------------------------------------------------------ internals
+
+    async def _pool(self) -> AsyncConnectionPool[Any]:
+        loop = asyncio.get_running_loop()
+        binding = self._binding
+        if binding is not None and binding.loop is not loop:
+            if binding.loop.is_running():
+                raise RuntimeError(
+                    f"{self!r} is in use by another running event loop; use one store object "
+                    "per event loop at a time"
+                )
+            self._abandon(binding)
+            binding = None
+        if binding is None:
+            binding = self._binding = _LoopBinding(loop=loop)
+        if binding.pool is None:
+            async with binding.opening:
+                if binding.pool is None:
+                    binding.pool = await self._open_pool()
+                    binding.guardian = loop.create_task(
+                        self._close_at_loop_shutdown(binding), name="polyloop-pool-guardian"
+                    )
+        return binding.pool
+
+    async def _close_at_loop_shutdown(self, binding: _LoopBinding) -> None:
+        """Wait until cancelled — ``asyncio.run`` cancels every task when its main coroutine
+        returns — then close the pool.
+
+        psycopg_pool's maintenance tasks swallow a ``CancelledError`` that hits them while they
+        run a task, so a pool that is still open when its loop shuts down can make
+        ``asyncio.run`` wait forever; closing the pool stops them.
+        """
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self._close_pool(binding)
+
+    async def _close_pool(self, binding: _LoopBinding) -> None:
+        pool, binding.pool = binding.pool, None
+        if pool is None:
+            return
+        try:
+            await pool.close()
+        except BaseException:
+            # At loop shutdown the pool's own tasks are already cancelled and close() can
+            # stop half-way; whatever it left open is closed without the loop.
+            self._finish_connections()
+            raise
+
+    async def _open_pool(self) -> AsyncConnectionPool[Any]:
+        from psycopg_pool import AsyncConnectionPool
+
+        if not self._schema_checked:
+            await self._ensure_schema()
+            self._schema_checked = True
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            self._dsn,
+            min_size=self._min_size,
+            max_size=self._max_size,
+            kwargs={"autocommit": True},
+            configure=self._configure,
+            open=False,
+            name="polyloop",
+        )
+        await pool.open()
+        return pool
+
+    async def _configure(self, conn: AsyncConnection[Any]) -> None:
+        from psycopg import IsolationLevel
+
+        # The fence relies on READ COMMITTED (a statement after the row lock sees the previous
+        # append's commit) whatever the server's default_transaction_isolation says, and
+        # "durable when append returns" on synchronous_commit whatever the server default is.
+        await conn.set_isolation_level(IsolationLevel.READ_COMMITTED)
+        await conn.execute("SET synchronous_commit TO on")
+        self._connections.add(conn)
+
+    async def _ensure_schema(self) -> None:
+        """Check the store schema version; create the tables in an empty database."""
+        import psycopg
+
+        try:
+            conn = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+        except psycopg.OperationalError as exc:
+            exc.add_note(f"PostgresStore could not connect to {self._where}")
+            raise
+        async with conn, conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))",
+                (_LOCK_NAMESPACE, _SCHEMA_LOCK_KEY),
+            )
+            cur = await conn.execute(
+                "SELECT to_regclass('polyloop_schema') IS NOT NULL, "
+                "to_regclass('polyloop_runs') IS NOT NULL, "
+                "to_regclass('polyloop_records') IS NOT NULL"
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            has_schema, has_runs, has_records = (bool(v) for v in row)
+            if has_schema:
+                cur = await conn.execute(
+                    "SELECT version FROM polyloop_schema WHERE component = 'store'"
+                )
+                version_row = await cur.fetchone()
+                if version_row is None:
+                    raise StoreCorrupted(
+                        f"PostgresStore({self._where}): polyloop_schema has no 'store' version"
+                    )
+                self._check_version(str(version_row[0]))
+                if has_runs and has_records:
+                    return
+            elif has_runs or has_records:
+                raise StoreCorrupted(
+                    f"PostgresStore({self._where}): tables polyloop_runs/polyloop_records exist "
+                    "without polyloop_schema; they are not a polyloop store (left untouched)"
+                )
+            for statement in _SCHEMA:
+                await conn.execute(statement)
+            await conn.execute(
+                "INSERT INTO polyloop_schema (component, version) VALUES ('store', %s) "
+                "ON CONFLICT (component) DO NOTHING",
+                (STORE_SCHEMA_VERSION,),
+            )
+
+    def _check_version(self, version: str) -> None:
+        if version.split(".", 1)[0] != _SUPPORTED_MAJOR:
+            raise SchemaVersionError(
+                f"PostgresStore({self._where}): unknown store schema version {version!r} "
+                f"(this polyloop reads {_SUPPORTED_MAJOR}.x); nothing was changed"
+            )
+
+    def _abandon(self, binding: _LoopBinding) -> None:
+        """Forget a pool whose event loop has stopped without shutting it down (a loop closed
+        without cancelling its tasks); close its connections' sockets without that loop."""
+        if self._binding is binding:
+            self._binding = None
+        binding.pool = None
+        self._finish_connections()
+
+    def _finish_connections(self) -> None:
+        # libpq's finish() closes the socket synchronously; no event loop needed.
+        for conn in list(self._connections):
+            if not conn.closed:
+                conn.pgconn.finish()
+        self._connections = weakref.WeakSet()
