@@ -150,9 +150,14 @@ class RunStoreContract(ContractBase):
         _check_store(run_store)
         run_id = _fresh_run_id()
         drawn = data.draw(_LOGS, label="records")
-        records = (dataclasses.replace(drawn[0], run_id=run_id), *drawn[1:])
+        start = drawn[0]
+        assert isinstance(start, RunStarted)
+        records = (dataclasses.replace(start, run_id=run_id), *drawn[1:])
         await _append_all(run_store, run_id, records)
-        _assert_log_is(await _read(run_store, run_id), records, "the log did not round-trip")
+        log = await _read(run_store, run_id)
+        _assert_log_is(
+            log, records, f"run {run_id} (drawn log with this run id) did not round-trip"
+        )
 
     async def test_preserves_append_order(self, run_store: RunStore) -> None:
         """``read_log`` returns records in append order: a record's index is its sequence.
