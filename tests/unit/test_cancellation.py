@@ -250,3 +250,24 @@ async def test_a_sink_failing_on_the_cancelled_finish_does_not_replace_the_cance
     with pytest.raises(asyncio.CancelledError):
         await task
     assert sink.events[-1].record == (await store.read_log("r")).finished
+
+
+async def test_a_second_cancellation_does_not_cut_the_cancelled_finish_in_half():
+    seams = script(act(), final())
+    model = GatedModel(seams.model, at_call=0)
+    store = GatedStore(at_sequence=2)  # RunStarted, ModelCallIntent, then the cancelled finish
+    task = start(seams, store=store, events=MemorySink(), model=model)
+    await model.gate.entered.wait()
+    task.cancel()
+    await store.gate.entered.wait()
+
+    task.cancel()
+    store.gate.release.set()
+
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    log = await store.read_log("r")
+    assert store.gate.finished
+    assert kinds(log) == ["run_started", "model_call_intent", "run_finished"]
+    assert log.finished is not None
+    assert log.finished.stop_reason is StopReason.CANCELLED

@@ -347,3 +347,19 @@ async def test_resume_emits_only_the_records_it_appends():
     log = await store.read_log(RUN)
     assert [e.sequence for e in sink.events] == [len(log) - 1]
     assert sink.events[0].record == log.finished
+
+
+async def test_a_run_that_crashed_again_while_replaying_resumes_to_the_same_result():
+    specs = (act(), act(), final())
+    reference = await uninterrupted(*specs)
+    crash_seams = script(*specs)
+    crash_seams.executor.outcomes["action-1"] = Crash("died while acting")
+    store = await crashed(crash_seams)
+    with pytest.raises(Crash):
+        await polyloop.resume(RUN, agent(replay=True), store=store, **crash_seams.kwargs())
+    seams = script(*specs)
+
+    result = await polyloop.resume(RUN, agent(replay=True), store=store, **seams.kwargs())
+
+    assert trajectory(result) == trajectory(reference.result)
+    assert kinds(await store.read_log(RUN)).count("action_intent") == 4
