@@ -424,6 +424,16 @@ async def test_an_empty_file_becomes_a_new_store(db: Path) -> None:
     assert "polyloop_schema" in str(read_file(db) + read_file(db.with_name("runs.db-wal")))
 
 
+async def test_an_sqlite_database_with_no_schema_at_all_becomes_a_new_store(db: Path) -> None:
+    execute_raw(db, "PRAGMA user_version = 7")  # a valid database file holding nothing
+    assert read_file(db).startswith(b"SQLite format 3")
+    store = SQLiteStore(db)
+
+    await store.append("r", started("r"), sequence=0)
+
+    assert await store.run_ids() == ["r"]
+
+
 async def test_a_directory_is_store_corrupted_naming_it(tmp_path: Path) -> None:
     with pytest.raises(StoreCorrupted, match=f"{tmp_path}: is a directory"):
         await SQLiteStore(tmp_path).run_ids()
