@@ -1,0 +1,110 @@
+"""A tiny calculator agent's seams: the code a downstream project would write itself."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from polyloop import (
+    Action,
+    ActionOutcome,
+    ActionStatus,
+    FinalAnswer,
+    InvalidDecision,
+    ModelReply,
+    ParsedReply,
+    Record,
+    RunAlreadyExists,
+    RunAlreadyFinished,
+    RunConflict,
+    RunFinished,
+    RunLog,
+    RunStarted,
+    record_from_json,
+    validate_run_id,
+)
+
+
+class CalculatorExecutor:
+    """Runs ``add`` and ``divide`` tool calls. A division by zero is the tool's own error."""
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        args = dict(action.tool_args or {})
+        if action.tool_name not in ("add", "divide"):
+            return ActionOutcome(
+                status=ActionStatus.NOT_EXECUTED, observation=f"no tool {action.tool_name!r}"
+            )
+        await asyncio.sleep(0)  # a real calculator service would be a network call away
+        try:
+            a, b = float(args["a"]), float(args["b"])
+            result = a + b if action.tool_name == "add" else a / b
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as error:
+            # It ran and failed: the model can read this and correct itself.
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation=f"error: {error!r}")
+        return ActionOutcome(status=ActionStatus.EXECUTED, observation=repr(result))
+
+
+class CallParser:
+    """``CALL <tool> <json args>`` is an action, ``ANSWER <text>`` a final answer."""
+
+    feedback = "Reply with `CALL <tool> {json arguments}` or `ANSWER <text>`."
+
+    def parse(self, reply: ModelReply) -> ParsedReply:
+        text = reply.text.strip()
+        if text.startswith("ANSWER "):
+            return FinalAnswer(text=text.removeprefix("ANSWER ").strip())
+        head, _, rest = text.partition(" ")
+        tool, _, raw_args = rest.strip().partition(" ")
+        if head != "CALL" or not tool:
+            return InvalidDecision(feedback=self.feedback)
+        try:
+            args = json.loads(raw_args or "{}")
+        except ValueError:
+            return InvalidDecision(
+                feedback=f"The arguments of {tool} are not JSON. {self.feedback}"
+            )
+        if not isinstance(args, dict):
+            return InvalidDecision(feedback=f"The arguments must be an object. {self.feedback}")
+        try:
+            return Action(text=text, tool_name=tool, tool_args=args)
+        except ValueError:  # e.g. NaN, which canonical JSON refuses
+            return InvalidDecision(feedback=f"The arguments must be plain JSON. {self.feedback}")
+
+
+class JsonLinesStore:
+    """One ``<run_id>.jsonl`` file per run; one record per line, written with ``to_json()``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _path(self, run_id: str) -> Path:
+        validate_run_id(run_id)  # never let a run id become a path like ../x
+        return self.directory / f"{run_id}.jsonl"
+
+    def _read(self, run_id: str) -> list[Record]:
+        path = self._path(run_id)
+        if not path.exists():
+            return []
+        # split("\n"), not splitlines(): JSON text may hold U+2028 or \x1c, which
+        # splitlines() also treats as line ends (the round-trip promise caught exactly that).
+        lines = path.read_text("utf-8").split("\n")
+        return [record_from_json(line) for line in lines if line]
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        # No await between the checks and the write: nothing can interleave in this process.
+        log = self._read(run_id)
+        if isinstance(record, RunStarted) and log:
+            raise RunAlreadyExists(run_id)
+        if log and isinstance(log[-1], RunFinished):
+            raise RunAlreadyFinished(run_id)
+        if sequence != len(log):
+            raise RunConflict(f"{run_id}: sequence {sequence}, log has {len(log)} records")
+        with self._path(run_id).open("a", encoding="utf-8") as file:
+            file.write(record.to_json() + "\n")
+
+    async def read_log(self, run_id: str) -> RunLog:
+        return RunLog(tuple(self._read(run_id)))
+
+    async def run_ids(self) -> list[str]:
+        return sorted(path.stem for path in self.directory.glob("*.jsonl"))

@@ -1,0 +1,58 @@
+"""The calculator's seams keep polyloop's promises: one subclass per suite."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from calculator import CalculatorExecutor, CallParser, JsonLinesStore
+
+from polyloop import Action, ModelReply
+from polyloop.testing import (
+    ActionExecutorContract,
+    ActionSamples,
+    DecisionParserContract,
+    ParserSamples,
+    RunStoreContract,
+)
+
+
+class TestCalculatorExecutor(ActionExecutorContract):
+    @pytest.fixture
+    def action_executor(self) -> CalculatorExecutor:
+        return CalculatorExecutor()
+
+    @pytest.fixture
+    def action_samples(self) -> ActionSamples:
+        return ActionSamples(
+            executes_cleanly=Action(text="add 1 2", tool_name="add", tool_args={"a": 1, "b": 2}),
+            executes_but_errors=Action(
+                text="divide 1 0", tool_name="divide", tool_args={"a": 1, "b": 0}
+            ),
+        )
+
+
+class TestCallParser(DecisionParserContract):
+    @pytest.fixture
+    def decision_parser(self) -> CallParser:
+        return CallParser()
+
+    @pytest.fixture
+    def parser_samples(self) -> ParserSamples:
+        return ParserSamples(
+            action_reply=ModelReply(text='CALL add {"a": 1, "b": 2}'),
+            invalid_reply=ModelReply(text="Let me think about it."),
+            final_reply=ModelReply(text="ANSWER 3"),
+        )
+
+
+class TestJsonLinesStore(RunStoreContract):
+    # A waiver is a promise you know you break, with the reason in the report. Example:
+    # waive: ClassVar[Mapping[str, str]] = {"run_store.lists_its_runs": "ticket 42"}
+    waive: ClassVar[Mapping[str, str]] = {}
+
+    @pytest.fixture
+    def run_store(self, tmp_path: Path) -> JsonLinesStore:
+        return JsonLinesStore(tmp_path)
