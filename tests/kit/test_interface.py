@@ -294,3 +294,33 @@ def test_the_runtime_core_does_not_import_the_kit() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_reference_page_lists_every_promise_with_its_kind() -> None:
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs/reference/contract-kit.md").read_text()
+    for spec in _all_promises():
+        assert f"| `{spec.id}` | {spec.kind} |" in page, f"{spec.id} missing from contract-kit.md"
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "found"),
+    [
+        (polyloop.StopReason.CANCELLED, "cancelled", "expected StopReason"),
+        (True, 1, "expected bool True, got int 1"),
+        (0, None, "expected int 0, got NoneType None"),
+        ({"a": [1, 2]}, {"a": [1, 2.0]}, "['a'][1]: expected int"),
+        ((1, 2), (1, 2, 3), "expected 2 items, got 3"),
+    ],
+)
+def test_mismatch_sees_type_differences_that_equality_hides(
+    expected: object, actual: object, found: str
+) -> None:
+    from polyloop.testing._shapes import mismatch
+
+    message = mismatch(expected, actual, "value")
+    assert message is not None
+    assert found in message
+    assert mismatch(expected, expected, "value") is None
+    assert mismatch(float("nan"), float("nan"), "value") is None

@@ -1,0 +1,122 @@
+"""The public strategies produce well-typed values, reach the nasty edges, and round-trip."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from polyloop.testing import strategies as pst
+from polyloop.testing._shapes import (
+    action_outcome_problems,
+    mismatch,
+    model_reply_problems,
+    parsed_reply_problems,
+)
+from polyloop.types import (
+    RECORD_TYPES,
+    Budget,
+    Event,
+    RunFinished,
+    RunStarted,
+    canonical_json,
+    parameters_hash,
+    record_from_json,
+)
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+@FAST
+@given(record=pst.records())
+def test_every_generated_record_round_trips_through_its_json_exactly(record: object) -> None:
+    assert isinstance(record, RECORD_TYPES)
+    back = record_from_json(record.to_json())
+    assert mismatch(record, back, "record") is None
+
+
+@FAST
+@given(event=pst.events())
+def test_events_carry_a_valid_run_id_and_a_non_negative_sequence(event: Event) -> None:
+    assert RUN_ID.fullmatch(event.run_id)
+    assert 0 <= event.sequence <= 2**63 - 1
+    assert isinstance(event.record, RECORD_TYPES)
+
+
+@FAST
+@given(
+    reply=pst.model_replies(),
+    decision=pst.parsed_replies(),
+    outcome=pst.action_outcomes(),
+    budget=pst.budgets(),
+)
+def test_value_strategies_build_well_typed_values(reply, decision, outcome, budget) -> None:
+    assert model_reply_problems(reply) == []
+    assert parsed_reply_problems(decision) == []
+    assert action_outcome_problems(outcome) == []
+    assert isinstance(budget, Budget)
+
+
+@FAST
+@given(log=pst.run_logs("fixed-id"))
+def test_run_logs_start_with_run_started_and_end_at_most_once_finished(log) -> None:
+    assert isinstance(log[0], RunStarted)
+    assert log[0].run_id == "fixed-id"
+    assert log[0].parameters_hash == parameters_hash(log[0].parameters)
+    finishes = [i for i, r in enumerate(log) if isinstance(r, RunFinished)]
+    assert finishes in ([], [len(log) - 1])
+
+
+def test_the_nasty_edges_are_reached() -> None:
+    seen: set[str] = set()
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(text=pst.texts(), optional=pst.optional_texts(), count=pst.counts(), rid=pst.run_ids())
+    def collect(text: str, optional: str | None, count: int, rid: str) -> None:
+        if text == "":
+            seen.add("empty text")
+        if any(ord(c) < 0x20 for c in text):
+            seen.add("control character")
+        if any(ord(c) > 0xFFFF for c in text):
+            seen.add("astral character")
+        if len(text) >= 10_000:
+            seen.add("long text")
+        if optional is None:
+            seen.add("None")
+        if count == 0:
+            seen.add("zero")
+        if count > 2**53:
+            seen.add("beyond a double")
+        if len(rid) == 128:
+            seen.add("longest run id")
+        assert not any(0xD800 <= ord(c) <= 0xDFFF for c in text), "a lone surrogate"
+        assert RUN_ID.fullmatch(rid)
+
+    collect()
+    assert seen == {
+        "empty text",
+        "control character",
+        "astral character",
+        "long text",
+        "None",
+        "zero",
+        "beyond a double",
+        "longest run id",
+    }
+
+
+@FAST
+@given(value=pst.json_values())
+def test_json_values_survive_canonical_json(value: object) -> None:
+    import json
+
+    assert json.loads(canonical_json(value)) == value
+
+
+@FAST
+@given(data=st.data())
+def test_timestamps_are_utc_with_milliseconds(data: st.DataObject) -> None:
+    stamp = data.draw(pst.timestamps())
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp)
