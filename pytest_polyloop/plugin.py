@@ -352,12 +352,11 @@ class ConformanceSession:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        unknown = [name for name in self.seam_filter if self.registry.get(name) is None]
-        if unknown:
-            raise pytest.UsageError(
-                f"--polyloop-seam {', '.join(unknown)}: unknown seam; the registered seams are: "
-                f"{', '.join(self.registry.names())}"
-            )
+        for name in self.seam_filter:
+            if self.registry.get(name) is None:
+                known = ", ".join(self.registry.names())
+                problem = f"unknown seam; the registered seams are: {known}"
+                self.misuses.append(Misuse("command line", f"--polyloop-seam {name}", problem))
         selected, deselected = [], []
         for item in items:
             identity = self._identify(item)

@@ -218,3 +218,10 @@ def test_an_override_without_a_waiver_reason_is_incomplete(project: Project) -> 
     assert run.report is not None
     assert run.report["verdict"] == "incomplete"
     assert run.ret == 1
+
+
+def test_an_unknown_seam_for_polyloop_seam_is_a_usage_error(project: Project) -> None:
+    project.conftest("tests", tagged("good", "SandboxExecutor()", samples='"samples"'))
+    run = project.run("--polyloop-seam", "action_exec")
+    assert run.ret == 4
+    assert "command line: --polyloop-seam action_exec: unknown seam" in run.output
