@@ -10,7 +10,7 @@
     in a fresh process with fresh seam objects: reads the log the crash left, then
     ``polyloop.resume``; a run whose log is empty (the crash came before ``RunStarted``) raises
     ``RunNotFound`` and is started again with ``polyloop.run`` under the same id. Prints one
-    ``RESULT <json>`` line.
+    ``RESULT <json>`` line (with the events this process emitted).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import polyloop
+from polyloop.events import MemorySink
 from polyloop.models import ScriptedModel
 from tests.integration._scenario import (
     SCENARIOS,
@@ -41,10 +42,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     scenario = SCENARIOS[args.scenario]
     points = CrashPoints(kill_at=args.kill_at)
     agent = make_agent(scenario, Path(args.journal))
+    events = MemorySink()
     seams: dict[str, Any] = {
         "model": PointedModel(ScriptedModel(scenario.replies), points),
         "parser": LineParser(),
         "executor": ToolRunner(agent, hook=points.passed),
+        "events": events,
     }
     report: dict[str, Any] = {}
     async with opened(args.url) as real_store:
@@ -66,6 +69,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         report["result"] = result_data(result)
         report["log"] = log_data(await real_store.read_log(args.run_id))
     report["points"] = points.labels
+    report["events"] = [[event.sequence, event.record.kind] for event in events.events]
     return report
 
 

@@ -12,6 +12,7 @@ run with fresh seam objects. For every k:
 * the resumed run ends with the uninterrupted run's trajectory, stop reason, final answer and
   executed count — or ``resume_state_unknown`` exactly where the crash left an action intent
   without a result and the tool may not be replayed;
+* the resumed process emits one event per record it appended, continuing the log's sequence;
 * the journal shows each action once, plus one re-execution exactly where a replayable action was
   interrupted after its side effect; a never-replay action never appears twice.
 """
@@ -102,6 +103,9 @@ def check_crash_point(
         at = len(crash_log) - retried
         assert final_log == base_log[: at + retried] + base_log[at:], f"{where}: final log"
 
+    # Events continue the log's sequence; records from before the crash are not emitted again.
+    assert resumed["events"] == [[n, r["kind"]] for n, r in enumerate(final_log)][len(crash_log) :]
+
     # Each action ran once before the crash (if its side effect preceded the kill) and once
     # in the resumed run (if that run had to execute it); nothing else may appear.
     completed = {s["step_index"] for s in crash_steps}
@@ -132,6 +136,7 @@ def test_a_run_killed_at_any_write_point_resumes_without_repeating_a_never_repla
     assert baseline["result"]["stop_reason"] == scenario.expected_stop
     assert baseline["result"]["final_answer"] == scenario.expected_final_answer
     assert baseline["result"]["executed_actions"] == scenario.actions()
+    assert baseline["events"] == [[n, r["kind"]] for n, r in enumerate(baseline["log"])]
     points = len(baseline["points"])
     # 2 per append + 1 per model call + 1 per action, derived from the script: a harness that
     # stops counting (or a loop that stops appending) is caught here.
