@@ -154,7 +154,6 @@ def test_wrong_samples_and_wrong_seam_objects_get_a_clear_failure(
     )
 
 
-@pytest.mark.filterwarnings("ignore:The configuration option:DeprecationWarning")
 def test_suites_run_in_strict_mode_with_no_configuration_and_honour_loop_scope(
     pytester: pytest.Pytester,
 ) -> None:
@@ -176,8 +175,11 @@ def test_suites_run_in_strict_mode_with_no_configuration_and_honour_loop_scope(
         )
     )
     pytester.makepyfile(test_strict=HEADER + body)
-    # No `-o asyncio_default_fixture_loop_scope` here: exactly what a user without config has.
-    result = pytester.runpytest_inprocess(*BARE_SANDBOX_ARGS)
+    # No `-o asyncio_default_fixture_loop_scope` here: exactly what a user without config has
+    # (only pytest-asyncio's notice about that unset option is silenced).
+    result = pytester.runpytest_inprocess(
+        *BARE_SANDBOX_ARGS, "-W", "ignore:The configuration option:DeprecationWarning"
+    )
     result.assert_outcomes(passed=9 + 7, skipped=2)
     text = result.stdout.str()
     assert "not an async function" not in text
