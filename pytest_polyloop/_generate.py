@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import types
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +17,13 @@ import pytest
 from pytest_polyloop._discovery import Implementation
 from pytest_polyloop._registry import RegisteredSeam
 
-__all__ = ["GENERATED_ATTRIBUTE", "GeneratedSuite", "HolderModule", "generate_suite", "suite_name"]
+__all__ = [
+    "GENERATED_ATTRIBUTE",
+    "generate_suite",
+    "implementation_of",
+    "is_generated",
+    "suite_name",
+]
 
 GENERATED_ATTRIBUTE = "__polyloop_implementation__"
 _NOT_NAME = re.compile(r"[^0-9A-Za-z_]+")
@@ -71,51 +75,6 @@ def generate_suite(
         )
     generated: type[Any] = type(name, (suite,), namespace)
     return generated
-
-
-class GeneratedSuite(pytest.Class):
-    """The collector of a generated class (``pytest.Class.from_parent`` ignores ``obj``)."""
-
-    def __init__(self, *args: Any, suite_class: type[Any], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._suite_class = suite_class
-
-    def _getobj(self) -> type[Any]:
-        return self._suite_class
-
-
-class HolderModule(pytest.Module):
-    """A module node for a file that pytest does not collect itself (a ``conftest.py``, the ini
-    file): it holds only generated suites, so node ids read
-    ``tests/conftest.py::ActionExecutorContract__my_executor::test_returns_all_five_fields``."""
-
-    def __init__(self, *args: Any, holder: types.ModuleType, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._holder = holder
-
-    def _getobj(self) -> types.ModuleType:
-        return self._holder
-
-    def collect(self) -> list[pytest.Item | pytest.Collector]:
-        # Its fixtures are already registered (a conftest's, at its directory); the generated
-        # suites are added by the plugin's collection hook, like for any module.
-        return []
-
-
-def make_holder_module(
-    parent: pytest.Collector, path: Path, holder: types.ModuleType
-) -> HolderModule:
-    """Create the :class:`HolderModule` node for ``path`` under ``parent``."""
-    node: HolderModule = HolderModule.from_parent(parent, path=path, holder=holder)
-    return node
-
-
-def make_suite_node(parent: pytest.Collector, suite_class: type[Any]) -> GeneratedSuite:
-    """Create the :class:`GeneratedSuite` node for a generated class under ``parent``."""
-    node: GeneratedSuite = GeneratedSuite.from_parent(
-        parent, name=suite_class.__name__, suite_class=suite_class
-    )
-    return node
 
 
 def is_generated(cls: object) -> bool:
