@@ -12,7 +12,9 @@ import types
 
 import pytest
 
-__all__ = ["INSTALL_HINT", "check_asyncio_loaded", "load_kit"]
+from pytest_polyloop._registry import SeamRegistry
+
+__all__ = ["INSTALL_HINT", "check_asyncio_loaded", "load_kit", "register_builtin_seams"]
 
 INSTALL_HINT = "pip install 'polyloop[testing]'"
 
@@ -61,7 +63,7 @@ class _BuiltinSeams:
     """The five built-in seams, registered through ``pytest_polyloop_register_seams``."""
 
     @pytest.hookimpl
-    def pytest_polyloop_register_seams(self, registry: object) -> None:
+    def pytest_polyloop_register_seams(self, registry: SeamRegistry) -> None:
         kit = load_kit()
         for name, suite in kit.BUILTIN_SUITES.items():
-            registry.add(name, suite, suite.samples_fixture)  # type: ignore[attr-defined]
+            registry.add(name, suite, suite.samples_fixture)
