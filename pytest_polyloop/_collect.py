@@ -166,6 +166,11 @@ class Collection:
             suites.append(make_suite_node(module, suite_class))
         return suites
 
+    def unused_ini_waivers(self) -> list[str]:
+        """``polyloop_waive`` implementation ids that matched no implementation (a typo, or an
+        implementation outside the paths of this run)."""
+        return sorted(set(self.ini_waivers) - set(self.implementations))
+
     def _tagged_in(self, module: pytest.Module) -> list[TaggedFixture]:
         if isinstance(module, HolderModule) and module.path == self.ini_path:
             return self.ini_tagged

@@ -96,11 +96,12 @@ def seam(
     implementation id in the report; ``loop_scope`` is the pytest-asyncio loop scope the fixture
     lives in (``"module"`` for a module-scoped async fixture). With
     ``pytest --polyloop-conformance`` the plugin runs the seam's contract suite against the
-    fixture. Without the flag the tag does nothing.
+    fixture. Without the flag the tag does nothing. Example::
 
-    >>> @seam("action_executor", samples="my_samples")
-    ... @pytest.fixture
-    ... def my_executor(): ...
+        @pytest_polyloop.seam("action_executor", samples="my_samples")
+        @pytest.fixture
+        def my_executor():
+            return MyExecutor()
     """
     tag = make_tag(name, samples=samples, waive=waive, id=id, loop_scope=loop_scope)
 

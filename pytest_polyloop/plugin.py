@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import platform
+import warnings
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -209,6 +210,14 @@ class ConformanceSession:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.records.keep_only(item.nodeid for item in session.items)
+        for implementation_id in self.collection.unused_ini_waivers():
+            warnings.warn(
+                pytest.PytestWarning(
+                    f"polyloop_waive names {implementation_id!r}, which is not a tagged or "
+                    "ini-named implementation collected in this run; its waivers do nothing"
+                ),
+                stacklevel=1,
+            )
         if self.is_worker:
             self.config.workeroutput[_WORKEROUTPUT_KEY] = {  # type: ignore[attr-defined]
                 "records": self.records.as_list(),

@@ -249,3 +249,18 @@ def test_without_the_flag_the_plugin_is_passive(project: Project) -> None:
     result = project.pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert "polyloop conformance" not in result.stdout.str()
+
+
+def test_an_ini_waiver_for_an_unknown_implementation_is_warned_about(project: Project) -> None:
+    project.conftest("tests", tagged("good", SEAM, FIXTURE))
+    project.write(
+        "pyproject.toml",
+        f"""\
+        [tool.pytest.ini_options]
+        asyncio_default_fixture_loop_scope = "function"
+        polyloop_waive = ["godo {ERROR_PROMISE}: typo in the implementation id"]
+        """,
+    )
+    run = project.run()
+    assert "polyloop_waive names 'godo', which is not a tagged or ini-named" in run.output
+    assert run.outcome("good", ERROR_PROMISE) == "held"
