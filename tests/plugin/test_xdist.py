@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.plugin._sandbox import HANDWRITTEN, MIXED_PROJECT, Project
+from tests.plugin._sandbox import ERROR_PROMISE, HANDWRITTEN, MIXED_PROJECT, Project
 
 
 def comparable(report: dict[str, Any] | None) -> dict[str, Any]:
@@ -33,6 +33,10 @@ def test_two_workers_produce_the_same_report_as_a_serial_run(project: Project) -
     assert "polyloop conformance" in parallel.output
     assert comparable(parallel.report) == comparable(serial.report)
     assert len(comparable(serial.report)["implementations"]) == 7
+    # A fresh process loaded the plugin from its entry point, and the kit's asserts were
+    # rewritten (the compared values appear), although polyloop is an editable install.
+    detail = serial.promise("broken_executor", ERROR_PROMISE)["detail"]
+    assert "assert <ActionStatus.ENV_ERROR: 'env_error'> is <ActionStatus.EXECUTED" in detail
 
 
 def test_misuse_found_by_workers_is_a_usage_error_on_the_controller(project: Project) -> None:
