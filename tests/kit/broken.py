@@ -343,7 +343,7 @@ _ENUMS: dict[str, type] = {"stop_reason": StopReason, "action_status": ActionSta
 
 def _build_unchecked(cls: type, data: dict[str, Any]) -> Any:
     """Rebuild a dataclass around its constructor — as a careless decoder would."""
-    instance = object.__new__(cls)
+    instance: Any = object.__new__(cls)
     for f in dataclasses.fields(cls):
         value = data.get(f.name)
         if f.name in _NESTED and isinstance(value, dict):
