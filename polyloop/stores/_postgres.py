@@ -5,9 +5,10 @@ time: ``import polyloop.stores`` stays stdlib-only, and a missing driver is repo
 store is constructed, with the install hint.
 
 Tables (created on first use, see ``_SCHEMA``): ``polyloop_schema`` (the store schema version),
-``polyloop_runs`` (one row per run: its length and whether it is finished — the row every append
-locks) and ``polyloop_records`` (one row per record, ``PRIMARY KEY (run_id, sequence)``: the
-hard fence that holds even against a writer that skips the row lock).
+``polyloop_runs`` (one row per run: its length, whether it is finished and its stop reason —
+the row every append locks) and ``polyloop_records`` (one row per record,
+``PRIMARY KEY (run_id, sequence)``: the hard fence that holds even against a writer that skips
+the row lock).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ _SCHEMA: Final = (
             CHECK (run_id ~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$'),
         length bigint NOT NULL CHECK (length >= 1),
         finished boolean NOT NULL,
+        stop_reason text,
         started_at timestamptz NOT NULL DEFAULT now()
     )
     """,
@@ -191,6 +193,8 @@ class PostgresStore:
         check_record(run_id, record, sequence)
         body = _body_text(record)
         finished = isinstance(record, RunFinished)
+        # Copied out of the body so runs can be filed by stop reason in plain SQL.
+        stop_reason = record.stop_reason.value if isinstance(record, RunFinished) else None
         import psycopg
 
         pool = await self._pool()
@@ -215,8 +219,9 @@ class PostgresStore:
                     )
                 else:
                     await conn.execute(
-                        "UPDATE polyloop_runs SET length = %s, finished = %s WHERE run_id = %s",
-                        (length + 1, finished, run_id),
+                        "UPDATE polyloop_runs SET length = %s, finished = %s, stop_reason = %s "
+                        "WHERE run_id = %s",
+                        (length + 1, finished, stop_reason, run_id),
                     )
                 await conn.execute(
                     "INSERT INTO polyloop_records (run_id, sequence, kind, body) "

@@ -196,6 +196,17 @@ async def test_bodies_are_stored_as_the_exact_canonical_json(store: PostgresStor
     assert rows == [(r.kind, r.to_json()) for r in records]
 
 
+async def test_the_run_row_files_a_run_by_its_stop_reason(store: PostgresStore, admin) -> None:
+    run_id = new_run_id()
+    await append_all(store, run_id, [run_started(run_id)])
+    query = "SELECT length, finished, stop_reason FROM polyloop_runs WHERE run_id = %s"
+    assert admin.execute(query, (run_id,)).fetchone() == (1, False, None)
+
+    await store.append(run_id, finished(StopReason.STEP_BUDGET), sequence=1)
+
+    assert admin.execute(query, (run_id,)).fetchone() == (2, True, "step_budget")
+
+
 async def test_a_lone_surrogate_round_trips(store: PostgresStore) -> None:
     # Canonical JSON keeps a lone surrogate raw, which UTF-8 (and so PostgreSQL) cannot hold.
     run_id = new_run_id()
