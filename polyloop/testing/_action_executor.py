@@ -115,7 +115,8 @@ class ActionExecutorContract(ContractBase):
         error and corrects itself on the next step. Reporting it as ``env_error`` stops the run
         where the model could have recovered, and the trajectory does not show that it could
         have. Only a broken environment (connection lost, session gone) is ``env_error``. An
-        empty observation hides the error the model needs to see.
+        empty observation hides the error the model needs to see. Typical culprits: mapping
+        every non-zero exit code to ``env_error``, or returning stdout and dropping stderr.
         """
         outcome = await _execute(action_executor, action_samples, "executes_but_errors")
         assert outcome.status is records.action_status.EXECUTED, (
@@ -154,7 +155,8 @@ class ActionExecutorContract(ContractBase):
 
         It is summed per run to show how much the model did not see. A negative number makes
         those sums lie (a run looks like it lost less than it did) and is meaningless as a
-        count.
+        count. The usual culprit is a subtraction the wrong way round
+        (``len(shown) - len(original)``).
         """
         for which in ("executes_cleanly", "executes_but_errors"):
             outcome = await _execute(action_executor, action_samples, which)
