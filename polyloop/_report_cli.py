@@ -114,6 +114,8 @@ def render_text(report: Mapping[str, Any]) -> str:
         missing = item.get("missing") or []
         if missing:
             lines.append(f"{'':<{width}}  not run: {', '.join(missing)}")
+        if not item["counts"].get("held"):
+            lines.append(f"{'':<{width}}  no promise held: an empty contract never passes")
     for outcome, heading in _ATTENTION:
         entries = [
             (item, promise)

@@ -188,6 +188,7 @@ def test_an_implementation_with_no_promise_held_is_incomplete(project: Project) 
     assert run.counts("tick_clock")["not_applicable"] == 1
     assert run.report is not None
     assert run.report["verdict"] == "incomplete"  # an empty contract never passes trivially
+    assert "no promise held: an empty contract never passes" in run.output
     assert run.ret == 1
 
 
