@@ -136,7 +136,9 @@ class _LoopBinding:
     """What is bound to one event loop: its pool, the lock guarding the pool's creation, and
     the task that closes the pool when the loop shuts down."""
 
-    loop: asyncio.AbstractEventLoop
+    # Weak: a finished loop (and what its selector still references, such as a connection
+    # attempt cut short by the loop's shutdown) must be freed, not kept alive by the store.
+    loop: weakref.ref[asyncio.AbstractEventLoop]
     opening: asyncio.Lock = field(default_factory=asyncio.Lock)
     pool: AsyncConnectionPool[Any] | None = None
     guardian: asyncio.Task[None] | None = None
@@ -279,7 +281,7 @@ class PostgresStore:
         binding, self._binding = self._binding, None
         if binding is None:
             return
-        if binding.loop is not asyncio.get_running_loop():
+        if binding.loop() is not asyncio.get_running_loop():
             self._abandon(binding)
             return
         if binding.guardian is not None:
@@ -305,8 +307,9 @@ class PostgresStore:
     async def _pool(self) -> AsyncConnectionPool[Any]:
         loop = asyncio.get_running_loop()
         binding = self._binding
-        if binding is not None and binding.loop is not loop:
-            if binding.loop.is_running():
+        if binding is not None and binding.loop() is not loop:
+            old_loop = binding.loop()
+            if old_loop is not None and old_loop.is_running():
                 raise RuntimeError(
                     f"{self!r} is in use by another running event loop; use one store object "
                     "per event loop at a time"
@@ -314,7 +317,7 @@ class PostgresStore:
             self._abandon(binding)
             binding = None
         if binding is None:
-            binding = self._binding = _LoopBinding(loop=loop)
+            binding = self._binding = _LoopBinding(loop=weakref.ref(loop))
         if binding.pool is None:
             async with binding.opening:
                 if binding.pool is None:
@@ -335,7 +338,12 @@ class PostgresStore:
         try:
             await asyncio.Event().wait()
         finally:
-            await self._close_pool(binding)
+            try:
+                await self._close_pool(binding)
+            finally:
+                # Nothing of this loop runs any more; a connection the pool's cancelled tasks
+                # were still configuring is not in the pool and would stay open otherwise.
+                self._finish_connections()
 
     async def _close_pool(self, binding: _LoopBinding) -> None:
         pool, binding.pool = binding.pool, None
@@ -370,12 +378,14 @@ class PostgresStore:
     async def _configure(self, conn: AsyncConnection[Any]) -> None:
         from psycopg import IsolationLevel
 
+        # Known before any await: a connection whose configuration is cancelled (its loop
+        # shutting down) is not in the pool, and must still be closed.
+        self._connections.add(conn)
         # The fence relies on READ COMMITTED (a statement after the row lock sees the previous
         # append's commit) whatever the server's default_transaction_isolation says, and
         # "durable when append returns" on synchronous_commit whatever the server default is.
         await conn.set_isolation_level(IsolationLevel.READ_COMMITTED)
         await conn.execute("SET synchronous_commit TO on")
-        self._connections.add(conn)
 
     async def _ensure_schema(self) -> None:
         """Check the store schema version; create the tables in an empty database."""
