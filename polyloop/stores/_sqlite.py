@@ -17,13 +17,15 @@ Why it is built this way (the decision record is ``docs/design/0002-sqlite-durab
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import queue
 import sqlite3
 import stat
 import struct
 import threading
+import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -92,8 +94,7 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = 0
         self._worker_lock = threading.Lock()  # guards the worker's creation
-        self._worker: ThreadPoolExecutor | None = None
-        self._worker_pid = 0
+        self._worker: _Worker | None = None
 
     @property
     def path(self) -> Path:
@@ -120,13 +121,13 @@ class SQLiteStore:
         """Close the connection. The store may be used again afterwards (it reopens)."""
         with self._worker_lock:
             worker, self._worker = self._worker, None
-        if worker is None or self._worker_pid != os.getpid():
+        if worker is None or worker.pid != os.getpid():
             self._close()
             return
         try:
-            await asyncio.get_running_loop().run_in_executor(worker, self._close)
+            await worker.call(self._close)  # after every call already queued
         finally:
-            worker.shutdown(wait=False)  # its thread ends once idle; nothing else is queued
+            worker.stop()
 
     async def __aenter__(self) -> SQLiteStore:
         # Opening here makes a bad file fail at `async with`, not at the first append.
@@ -147,21 +148,14 @@ class SQLiteStore:
     # ------------------------------------------------------------------ worker-thread side
 
     async def _in_worker(self, call: Callable[..., Any], *args: Any) -> Any:
-        """Run ``call(*args)`` on this store's worker thread, from whichever loop is running.
-
-        One dedicated thread rather than ``asyncio.to_thread``: the calls serialise on the one
-        connection anyway, a hand-off to the same idle thread is cheaper than one to the shared
-        pool (~90 µs against ~140 µs measured; an append is a few hundred), and the intent log
-        never queues behind slow synchronous tools that also use the shared pool
-        (docs/design/0002-sqlite-durability.md).
-        """
+        """Run ``call(*args)`` on this store's worker thread, from whichever loop is running."""
         with self._worker_lock:
-            if self._worker is None or self._worker_pid != os.getpid():
+            if self._worker is None or self._worker.pid != os.getpid():
                 # A worker inherited through fork() has no thread in this process: make one.
-                self._worker = ThreadPoolExecutor(1, thread_name_prefix="polyloop-sqlite")
-                self._worker_pid = os.getpid()
+                self._worker = _Worker()
+                weakref.finalize(self, self._worker.stop)  # a store never closed: end it too
             worker = self._worker
-        return await asyncio.get_running_loop().run_in_executor(worker, call, *args)
+        return await worker.call(call, *args)
 
     def _append(self, run_id: str, record: Record, sequence: int, body: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
@@ -323,6 +317,74 @@ class SQLiteStore:
         return "ours"
 
 
+_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+
+
+class _Worker:
+    """One thread that runs a store's blocking calls in order and hands each result back to the
+    event loop that asked for it.
+
+    Why not ``asyncio.to_thread`` or a ``ThreadPoolExecutor``: the calls serialise on one
+    connection anyway, and at fsync speeds the hand-off is a large share of an append. With an
+    fsync as the work, this queue added 85-125 µs per call on the development VM, a one-thread
+    executor 125-190 µs, and the shared pool more again — against a 190 µs fsync
+    (docs/design/0002-sqlite-durability.md). A dedicated thread also keeps the intent log from
+    queueing behind slow synchronous tools, which run in the shared pool.
+    """
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        # The thread gets the queue, not this object, so an unclosed store can be collected.
+        # Daemon: an idle worker must not keep the interpreter alive.
+        threading.Thread(
+            target=_serve, args=(self._jobs,), name="polyloop-sqlite", daemon=True
+        ).start()
+
+    async def call(self, call: Callable[..., Any], *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._jobs.put((loop, future, call, args))
+        return await future
+
+    def stop(self) -> None:
+        """End the thread once the calls already queued are done."""
+        self._jobs.put(None)
+
+
+def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
+    while (job := jobs.get()) is not None:
+        _run(*job)
+        del job  # hold no reference to the store while idle, so an unclosed one is collected
+
+
+def _run(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
+    call: Callable[..., Any],
+    args: tuple[Any, ...],
+) -> None:
+    if future.cancelled():  # the caller gave up before we started: do nothing
+        return
+    result: Any = None
+    error: BaseException | None = None
+    try:
+        result = call(*args)
+    except BaseException as exc:  # handed to the caller, whatever it is
+        error = exc
+    with contextlib.suppress(RuntimeError):  # that loop has closed: nobody is waiting
+        loop.call_soon_threadsafe(_settle, future, result, error)
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
 def _set_durability(conn: sqlite3.Connection) -> None:
     mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
     if str(mode).lower() != "wal":
@@ -347,6 +409,10 @@ def _inspect_file(path: Path) -> bool:
     Anything else must start with an SQLite header and be as long as the header says, so a
     truncated database is refused before SQLite could try to use it.
     """
+    # Looked at before and after the main file: while a checkpoint runs (another connection
+    # closing, say) the main file may legitimately be shorter than its header already says —
+    # pages are copied in page order, page 1 first — and SQLite recovers that from the WAL.
+    wal_before = _wal_in_use(path)
     try:
         info = path.stat()
     except FileNotFoundError:
@@ -376,19 +442,28 @@ def _inspect_file(path: Path) -> bool:
         raise StoreCorrupted(f"{path}: not a polyloop database (bad SQLite page size)")
     change_counter, page_count = struct.unpack(">II", header[24:32])
     (valid_for,) = struct.unpack(">I", header[92:96])
-    wal = path.with_name(path.name + "-wal")
-    # With a non-empty WAL beside it, the main file may legitimately be mid-checkpoint (its
-    # header already says the new size; SQLite recovers that from the WAL). It still grows by
-    # whole pages only, so a partial page is damage either way.
-    wal_in_use = wal.exists() and wal.stat().st_size > 0
+    short = valid_for == change_counter and info.st_size < page_count * page_size
+    # The file grows by whole pages only, so a partial page is damage in any case; a short file
+    # is damage only if no checkpoint was under way and its size held still while we looked.
     if info.st_size % page_size != 0 or (
-        not wal_in_use and valid_for == change_counter and info.st_size < page_count * page_size
+        short and not wal_before and not _wal_in_use(path) and _size_or_none(path) == info.st_size
     ):
         raise StoreCorrupted(
             f"{path}: truncated database ({info.st_size} bytes, the header says "
             f"{page_count} pages of {page_size})"
         )
     return False
+
+
+def _wal_in_use(path: Path) -> bool:
+    return bool(_size_or_none(path.with_name(path.name + "-wal")))
+
+
+def _size_or_none(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 def _fsync_directory(directory: Path) -> None:

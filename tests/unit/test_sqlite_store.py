@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import os
 import sqlite3
@@ -35,6 +36,7 @@ from polyloop import (
 )
 from polyloop.ports import RunStore
 from polyloop.stores import SQLiteStore
+from polyloop.stores._sqlite import _inspect_file
 
 pytestmark = pytest.mark.asyncio
 
@@ -99,6 +101,12 @@ def every_kind(run_id: str) -> list[Record]:
 async def append_all(store: RunStore, run_id: str, records: list[Record]) -> None:
     for sequence, record in enumerate(records):
         await store.append(run_id, record, sequence=sequence)
+
+
+async def write_and_close(db: Path, run_id: str, records: list[Record]) -> None:
+    """Write a log and close the store, so no checkpoint can change the file afterwards."""
+    async with SQLiteStore(db) as store:
+        await append_all(store, run_id, records)
 
 
 def sha256_of(path: Path) -> str:
@@ -295,7 +303,7 @@ async def test_wal_and_synchronous_full_are_in_force_on_the_store_connection(db:
 
 
 async def test_the_file_itself_is_in_wal_mode_for_every_other_connection(db: Path) -> None:
-    await append_all(SQLiteStore(db), "r", [started("r")])
+    await write_and_close(db, "r", [started("r")])
 
     conn = sqlite3.connect(db)
     try:
@@ -354,6 +362,23 @@ async def test_a_truncated_database_is_store_corrupted_and_untouched(db: Path) -
     assert sha256_of(db) == before
 
 
+async def test_a_short_file_beside_a_live_wal_is_left_to_sqlite_to_recover(db: Path) -> None:
+    # What another connection's checkpoint looks like from outside for a moment: page 1 (with
+    # the new page count) is written, the later pages are not yet, the WAL still holds them.
+    store = SQLiteStore(db)
+    for i in range(30):
+        await append_all(store, f"run-{i}", every_kind(f"run-{i}"))
+    await store.aclose()
+    write_file(db, read_file(db)[: 3 * 4096])  # whole pages, fewer than the header says
+    write_file(db.with_name("runs.db-wal"), b"\x00" * 32)
+
+    assert _inspect_file(db) is False  # not fresh, and not refused as truncated
+
+    write_file(db.with_name("runs.db-wal"), b"")  # no live WAL: now it is damage
+    with pytest.raises(StoreCorrupted, match="truncated"):
+        _inspect_file(db)
+
+
 async def test_a_database_cut_mid_page_is_store_corrupted(db: Path) -> None:
     store = SQLiteStore(db)
     await append_all(store, "r", every_kind("r"))
@@ -390,7 +415,7 @@ async def test_a_foreign_database_in_wal_mode_is_refused_untouched(db: Path) -> 
 async def test_an_unknown_store_schema_major_is_schema_version_error_naming_the_file(
     db: Path,
 ) -> None:
-    await append_all(SQLiteStore(db), "r", [started("r")])
+    await write_and_close(db, "r", [started("r")])
     execute_raw(db, "UPDATE polyloop_schema SET major = 2, minor = 5")
     before = sha256_of(db)
 
@@ -400,14 +425,14 @@ async def test_an_unknown_store_schema_major_is_schema_version_error_naming_the_
 
 
 async def test_a_newer_store_schema_minor_is_read(db: Path) -> None:
-    await append_all(SQLiteStore(db), "r", [started("r")])
+    await write_and_close(db, "r", [started("r")])
     execute_raw(db, "UPDATE polyloop_schema SET minor = 9")
 
     assert (await SQLiteStore(db).read_log("r")).records == (started("r"),)
 
 
 async def test_a_schema_table_without_its_row_is_store_corrupted(db: Path) -> None:
-    await append_all(SQLiteStore(db), "r", [started("r")])
+    await write_and_close(db, "r", [started("r")])
     execute_raw(db, "DELETE FROM polyloop_schema")
 
     with pytest.raises(StoreCorrupted, match="polyloop_schema"):
@@ -455,7 +480,7 @@ async def test_a_bad_file_fails_when_the_store_is_entered(db: Path) -> None:
 
 
 async def test_an_unreadable_record_body_names_file_run_and_sequence(db: Path) -> None:
-    await append_all(SQLiteStore(db), "r", [started("r"), intent(0)])
+    await write_and_close(db, "r", [started("r"), intent(0)])
     execute_raw(
         db, 'UPDATE polyloop_records SET body = \'{"kind": "model_call\' WHERE sequence = 1'
     )
@@ -465,7 +490,7 @@ async def test_an_unreadable_record_body_names_file_run_and_sequence(db: Path) -
 
 
 async def test_a_record_body_of_an_unknown_major_is_schema_version_error(db: Path) -> None:
-    await append_all(SQLiteStore(db), "r", [started("r"), intent(0)])
+    await write_and_close(db, "r", [started("r"), intent(0)])
     body = intent(0).to_json().replace('"1.0"', '"7.0"')
     execute_raw(db, f"UPDATE polyloop_records SET body = '{body}' WHERE sequence = 1")
 
@@ -474,7 +499,7 @@ async def test_a_record_body_of_an_unknown_major_is_schema_version_error(db: Pat
 
 
 async def test_a_gap_in_the_sequence_is_store_corrupted(db: Path) -> None:
-    await append_all(SQLiteStore(db), "r", [started("r"), intent(0), intent(1)])
+    await write_and_close(db, "r", [started("r"), intent(0), intent(1)])
     execute_raw(db, "DELETE FROM polyloop_records WHERE sequence = 1")
 
     with pytest.raises(StoreCorrupted, match="sequence 1: record missing"):
@@ -482,7 +507,7 @@ async def test_a_gap_in_the_sequence_is_store_corrupted(db: Path) -> None:
 
 
 async def test_a_body_indexed_under_another_kind_is_store_corrupted(db: Path) -> None:
-    await append_all(SQLiteStore(db), "r", [started("r"), intent(0)])
+    await write_and_close(db, "r", [started("r"), intent(0)])
     execute_raw(db, "UPDATE polyloop_records SET kind = 'run_finished' WHERE sequence = 1")
 
     with pytest.raises(StoreCorrupted, match="indexed as 'run_finished'"):
@@ -607,6 +632,19 @@ async def test_aclose_ends_the_worker_thread(db: Path) -> None:
 
     await asyncio.to_thread(worker_threads[0].join, 10)
     assert not worker_threads[0].is_alive()
+
+
+async def test_a_store_never_closed_does_not_keep_its_thread(db: Path) -> None:
+    before = set(threading.enumerate())
+    store = SQLiteStore(db)
+    await store.append("r", started("r"), sequence=0)
+    (worker,) = [t for t in set(threading.enumerate()) - before if t.name == "polyloop-sqlite"]
+
+    del store
+    gc.collect()
+
+    await asyncio.to_thread(worker.join, 10)
+    assert not worker.is_alive()
 
 
 async def test_a_store_is_usable_from_successive_event_loops(db: Path) -> None:
