@@ -97,6 +97,7 @@ def run_records(steps: int) -> list[Record]:
     return records
 
 
+TARGET_RATIO = 0.5  # sequential SQLite appends against the raw write+fsync loop
 RECORDS = run_records(steps=12)
 MEAN_RECORD_BYTES = sum(len(r.to_json().encode()) for r in RECORDS) // len(RECORDS)
 
@@ -232,6 +233,13 @@ def render(results: Sequence[Measurement], dsn: str | None, directory: Path) -> 
         lines.append(
             f"{'PostgresStore':<32}{'skipped':>12}{'':>10}  "
             "no DSN (--postgres-dsn or POLYLOOP_BENCH_DSN)"
+        )
+    sqlite = next(m for m in results if m.name == "SQLiteStore")
+    if limit > 0:
+        ratio_value = sqlite.per_second / limit
+        verdict = "met" if ratio_value >= TARGET_RATIO else "NOT met"
+        lines.append(
+            f"target: SQLiteStore >= {TARGET_RATIO} x the fsync limit: {ratio_value:.2f}, {verdict}"
         )
     return "\n".join(lines)
 
