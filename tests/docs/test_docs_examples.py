@@ -26,7 +26,9 @@ def run_blocks(blocks: list[str]) -> str:
 
 
 def test_readme_run_example_prints_the_stop_reason_and_answer_it_claims() -> None:
-    blocks = [b for b in python_blocks(ROOT / "README.md") if "asyncio.run(polyloop.run" in b]
+    blocks = [
+        b for b in python_blocks(ROOT / "README.md") if "polyloop.run(" in b and "asyncio.run(" in b
+    ]
     assert len(blocks) == 1
     printed = run_blocks(blocks)
     assert printed.strip() == "agent_finished done"
