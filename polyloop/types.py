@@ -441,11 +441,23 @@ class RunLog:
 # --------------------------------------------------------------------------- JSON
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """A dataclass's field names, computed once per class (``fields()`` is slow on a hot path:
+    every append encodes a record)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
 def _jsonable(value: object) -> object:
-    if isinstance(value, enum.Enum):
-        return value.value
+    if isinstance(value, str | int | bool | None):  # the common leaves first; an enum is a str
+        return value.value if isinstance(value, enum.Enum) else value
     if hasattr(value, "__dataclass_fields__"):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}  # type: ignore[arg-type]
+        return {name: _jsonable(getattr(value, name)) for name in _field_names(type(value))}
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

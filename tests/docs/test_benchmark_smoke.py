@@ -1,0 +1,53 @@
+"""The store benchmark runs end to end and prints every line it promises (speed is not asserted:
+that is the benchmark's own job, measured against a baseline taken in the same run)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.postgres
+def test_the_benchmark_prints_every_store_against_the_fsync_limit(
+    tmp_path: Path, postgres_database_dsn: str
+) -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "store_throughput.py"),
+            "--dir",
+            str(tmp_path),
+            "--seconds",
+            "0.3",
+            "--rounds",
+            "1",
+            "--postgres-dsn",
+            postgres_database_dsn,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+
+    number = r"[\d,]+\s+\d+\.\d\d"
+    for name in (
+        "raw write\\+fsync \\(the limit\\)",
+        "SQLiteStore",
+        "SQLiteStore, 16 runs at once",
+        "MemoryStore",
+        "PostgresStore",
+    ):
+        assert re.search(rf"^{name}\s+{number}", out, flags=re.M), (name, out)
+    assert re.search(
+        r"^target: SQLiteStore sustained >= 0.5 x the fsync limit: \d+\.\d\d, (met|NOT met)",
+        out,
+        flags=re.M,
+    ), out
+    assert list(tmp_path.iterdir()) == []  # its temporary files are gone
