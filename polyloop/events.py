@@ -6,9 +6,9 @@ import json
 import logging
 import os
 from pathlib import Path
-from types import TracebackType
 from typing import BinaryIO
 
+from polyloop._closing import AsyncClosing
 from polyloop.types import (
     ActionIntent,
     Event,
@@ -108,7 +108,7 @@ class LoggingSink:
         return f"LoggingSink(logger={self.logger.name!r}, level={logging.getLevelName(self.level)})"
 
 
-class JsonlSink:
+class JsonlSink(AsyncClosing):
     """Appends one canonical JSON line per event to ``path``.
 
     Each line is ``{"record": <the record as JSON>, "run_id": …, "sequence": …}`` in canonical
@@ -143,17 +143,6 @@ class JsonlSink:
         file, self._file = self._file, None
         if file is not None:
             file.close()
-
-    async def __aenter__(self) -> JsonlSink:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"JsonlSink({str(self.path)!r})"

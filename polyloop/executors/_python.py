@@ -10,9 +10,9 @@ import os
 import signal
 import sys
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
+from polyloop._closing import AsyncClosing
 from polyloop.executors import _python_server
 from polyloop.executors._tool import truncation_marker
 from polyloop.types import Action, ActionOutcome, ActionStatus
@@ -49,7 +49,7 @@ def _env_error(observation: str) -> ActionOutcome:
     return ActionOutcome(status=ActionStatus.ENV_ERROR, observation=observation)
 
 
-class PythonExecutor:
+class PythonExecutor(AsyncClosing):
     """Runs ``Action.text`` as Python code in one persistent session (a child process).
 
     The session is ``sys.executable -c <server>`` speaking line-delimited JSON over its stdin
@@ -279,17 +279,6 @@ class PythonExecutor:
             except TimeoutError:
                 pass
         await self._kill()
-
-    async def __aenter__(self) -> PythonExecutor:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"PythonExecutor(timeout_s={self.timeout_s:g}, pid={self.pid})"

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
 
+from polyloop._closing import AsyncClosing
 from polyloop._run_id import validate_run_id
 from polyloop.stores._rules import check_append, check_record
 from polyloop.types import Record, RunFinished, RunLog
 
 
-class MemoryStore:
+class MemoryStore(AsyncClosing):
     """An in-process store. Records are immutable, so they are kept as given (no copy).
 
     Nothing loop-bound is created, so one store can be used from successive event loops.
@@ -39,17 +39,6 @@ class MemoryStore:
 
     async def aclose(self) -> None:
         """Nothing to release; present so every store is used the same way."""
-
-    async def __aenter__(self) -> MemoryStore:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"MemoryStore(runs={len(self._logs)})"

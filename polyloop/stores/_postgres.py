@@ -17,9 +17,9 @@ import asyncio
 import json
 import weakref
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
+from polyloop._closing import AsyncClosing
 from polyloop._run_id import validate_run_id
 from polyloop.errors import (
     RunAlreadyExists,
@@ -144,7 +144,7 @@ class _LoopBinding:
     guardian: asyncio.Task[None] | None = None
 
 
-class PostgresStore:
+class PostgresStore(AsyncClosing):
     """A :class:`~polyloop.ports.RunStore` in PostgreSQL (psycopg 3, an async pool).
 
     ``dsn`` is a libpq connection string or URI (``postgresql://user@host:5432/db``).
@@ -287,17 +287,6 @@ class PostgresStore:
         if binding.guardian is not None:
             binding.guardian.cancel()
         await self._close_pool(binding)
-
-    async def __aenter__(self) -> PostgresStore:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._where}, min_size={self._min_size}, max_size={self._max_size})"

@@ -27,9 +27,9 @@ import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from polyloop._closing import AsyncClosing
 from polyloop._run_id import validate_run_id
 from polyloop.errors import RunConflict, SchemaVersionError, StoreCorrupted
 from polyloop.stores._rules import check_append, check_record
@@ -66,7 +66,7 @@ _DEFAULT_BUSY_TIMEOUT_S = 60.0
 _inherited_connections: list[sqlite3.Connection] = []
 
 
-class SQLiteStore:
+class SQLiteStore(AsyncClosing):
     """A run store in one SQLite file, durable when ``append`` returns.
 
     ``path`` is resolved against the current directory when the store is made; nothing else
@@ -133,14 +133,6 @@ class SQLiteStore:
         # Opening here makes a bad file fail at `async with`, not at the first append.
         await self._in_worker(self._with_connection, lambda conn: None)
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self._path)!r})"
