@@ -72,7 +72,9 @@ def test_run_logs_start_with_run_started_and_end_at_most_once_finished(log) -> N
 def test_the_nasty_edges_are_reached() -> None:
     seen: set[str] = set()
 
-    @settings(max_examples=300, deadline=None, database=None)
+    # derandomize: "every edge within 300 draws" is a claim about one fixed sequence of draws; a
+    # random seed made it fail about once in thirty runs, which says nothing about the strategies.
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True)
     @given(text=pst.texts(), optional=pst.optional_texts(), count=pst.counts(), rid=pst.run_ids())
     def collect(text: str, optional: str | None, count: int, rid: str) -> None:
         if text == "":
