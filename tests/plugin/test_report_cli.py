@@ -137,3 +137,12 @@ def test_markdown_report_is_written_and_appended_to_the_step_summary(
     assert f"- `executor` `{ERROR_PROMISE}`" in markdown
     assert summary.read_text(encoding="utf-8") == "earlier step\n" + markdown
     assert run.ret == 1
+
+
+def test_the_report_reader_knows_exactly_the_outcomes_the_plugin_writes() -> None:
+    # Two copies on purpose: polyloop._report_cli reads reports with the standard library only and
+    # must not import the plugin. This keeps them from drifting apart.
+    from polyloop import _report_cli
+    from pytest_polyloop import _outcomes
+
+    assert _report_cli.OUTCOMES == _outcomes.OUTCOMES

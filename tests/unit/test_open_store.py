@@ -101,10 +101,10 @@ def test_a_postgres_url_without_psycopg_says_how_to_install_it(
 
 @pytest.mark.parametrize("scheme", ["postgresql", "postgres"])
 def test_a_postgres_url_makes_a_postgres_store_with_the_url_as_dsn(scheme: str) -> None:
-    try:
-        postgres = importlib.import_module("polyloop.stores._postgres")
-    except ModuleNotFoundError:
-        pytest.skip("polyloop.stores._postgres is not in this tree yet")
+    pytest.importorskip(
+        "psycopg", reason="needs the postgres extra: pip install 'polyloop[postgres]'"
+    )
+    postgres = importlib.import_module("polyloop.stores._postgres")
     dsn = f"{scheme}://alice@127.0.0.1:1/runs"  # port 1: nothing listens, and nothing connects
 
     store = open_store(dsn)
