@@ -27,8 +27,8 @@ from polyloop.errors import (
     SchemaVersionError,
     StoreCorrupted,
 )
-from polyloop.stores._rules import check_append, check_record
-from polyloop.types import Record, RunFinished, RunLog, RunStarted, record_from_json
+from polyloop.stores._rules import check_append, check_record, decode_log
+from polyloop.types import Record, RunFinished, RunLog, RunStarted
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -251,21 +251,7 @@ class PostgresStore(AsyncClosing):
                 (run_id,),
             )
             rows = await cur.fetchall()
-        records: list[Record] = []
-        for expected, (sequence, kind, body) in enumerate(rows):
-            where = f"PostgresStore({self._where}): run {run_id!r} record {sequence}"
-            if sequence != expected:
-                raise StoreCorrupted(f"{where}: expected sequence {expected} (a gap in the log)")
-            try:
-                record = record_from_json(body)
-            except SchemaVersionError as exc:
-                raise SchemaVersionError(f"{where}: {exc}") from None
-            except ValueError as exc:
-                raise StoreCorrupted(f"{where}: undecodable body ({exc})") from None
-            if record.kind != kind:
-                raise StoreCorrupted(f"{where}: kind column {kind!r} but body is {record.kind!r}")
-            records.append(record)
-        return RunLog(tuple(records))
+        return decode_log(run_id, rows, where=f"PostgresStore({self._where})")
 
     async def run_ids(self) -> list[str]:
         pool = await self._pool()

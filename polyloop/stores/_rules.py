@@ -1,15 +1,25 @@
-"""The append rules every bundled store enforces, in their precedence order, in one place.
+"""The rules every bundled store enforces, each written once: appends and reading rows back.
 
 A store computes two facts inside its own transaction (the log's length and whether it ends
 with ``RunFinished``) and asks :func:`check_append`; the precedence between the three errors is
-part of the public contract, so it is written once.
+part of the public contract, so it is written once. A durable store reads its rows back through
+:func:`decode_log`, so one corruption reads as one message whichever store holds it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 from polyloop._run_id import validate_run_id
-from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
-from polyloop.types import RECORD_TYPES, Record, RunStarted
+from polyloop.errors import (
+    RunAlreadyExists,
+    RunAlreadyFinished,
+    RunConflict,
+    SchemaVersionError,
+    StoreCorrupted,
+)
+from polyloop.types import RECORD_TYPES, Record, RunLog, RunStarted, record_from_json
 
 
 def check_record(run_id: str, record: object, sequence: object) -> None:
@@ -36,3 +46,30 @@ def check_append(
         )
     if length == 0 and not isinstance(record, RunStarted):
         raise RunConflict(f"run {run_id!r}: the first record must be RunStarted, got {record.kind}")
+
+
+def decode_log(run_id: str, rows: Iterable[Sequence[Any]], *, where: str) -> RunLog:
+    """The log held in ``rows`` of ``(sequence, kind, body)`` in sequence order.
+
+    ``where`` names the store (a file, a server) in every error. A missing sequence, a body that
+    does not decode, or a body indexed under another kind is ``StoreCorrupted``; a body of an
+    unknown major version stays a ``SchemaVersionError`` (a newer polyloop wrote it).
+    """
+    records: list[Record] = []
+    for expected, (sequence, kind, body) in enumerate(rows):
+        at = f"{where}: run {run_id!r}, sequence {expected}"
+        if sequence != expected:
+            raise StoreCorrupted(
+                f"{at}: record missing, a gap in the log (next stored is {sequence!r})"
+            )
+        try:
+            record = record_from_json(body)  # a body of another type is a ValueError too
+        except SchemaVersionError as exc:
+            raise SchemaVersionError(f"{at}: {exc}") from None
+        # RecursionError: JSON nested past the parser's limit is damage too, not a crash.
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise StoreCorrupted(f"{at}: unreadable record ({exc})") from None
+        if record.kind != kind:
+            raise StoreCorrupted(f"{at}: record body is a {record.kind} but is indexed as {kind!r}")
+        records.append(record)
+    return RunLog(tuple(records))

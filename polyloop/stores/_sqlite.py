@@ -32,8 +32,8 @@ from typing import Any
 from polyloop._closing import AsyncClosing
 from polyloop._run_id import validate_run_id
 from polyloop.errors import RunConflict, SchemaVersionError, StoreCorrupted
-from polyloop.stores._rules import check_append, check_record
-from polyloop.types import Record, RunFinished, RunLog, record_from_json
+from polyloop.stores._rules import check_append, check_record, decode_log
+from polyloop.types import Record, RunFinished, RunLog
 
 __all__ = ["STORE_SCHEMA_MAJOR", "STORE_SCHEMA_MINOR", "SQLiteStore"]
 
@@ -190,23 +190,7 @@ class SQLiteStore(AsyncClosing):
                 (run_id,),
             ).fetchall()
         )
-        records: list[Record] = []
-        for expected, (sequence, kind, body) in enumerate(rows):
-            where = f"{self._path}: run {run_id!r}, sequence {expected}"
-            if sequence != expected:
-                raise StoreCorrupted(f"{where}: record missing (next stored is {sequence!r})")
-            try:
-                record = record_from_json(body)
-            except SchemaVersionError as exc:
-                raise SchemaVersionError(f"{where}: {exc}") from None
-            except (TypeError, ValueError) as exc:
-                raise StoreCorrupted(f"{where}: unreadable record ({exc})") from None
-            if record.kind != kind:
-                raise StoreCorrupted(
-                    f"{where}: record body is a {record.kind} but is indexed as {kind!r}"
-                )
-            records.append(record)
-        return RunLog(tuple(records))
+        return decode_log(run_id, rows, where=str(self._path))
 
     def _run_ids(self) -> list[str]:
         rows: list[Any] = self._with_connection(

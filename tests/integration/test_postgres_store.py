@@ -558,7 +558,7 @@ async def test_an_undecodable_body_is_store_corrupted_naming_run_and_sequence(
         (run_id,),
     )
 
-    with pytest.raises(StoreCorrupted, match=rf"run '{run_id}' record 1"):
+    with pytest.raises(StoreCorrupted, match=rf"run '{run_id}', sequence 1: unreadable record"):
         await store.read_log(run_id)
 
 
@@ -573,7 +573,7 @@ async def test_a_body_of_an_unknown_record_major_is_a_schema_version_error(
         (run_id,),
     )
 
-    with pytest.raises(SchemaVersionError, match=rf"run '{run_id}' record 0.*'9.0'"):
+    with pytest.raises(SchemaVersionError, match=rf"run '{run_id}', sequence 0: .*'9.0'"):
         await store.read_log(run_id)
 
 
