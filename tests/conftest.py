@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from polyloop.testing._base import in_ci
+
 _INSTALL_HINT = (
     "PostgreSQL server binaries (initdb, pg_ctl) not found: install them with "
     "`apt-get install -y postgresql` (Debian/Ubuntu; the binaries land in "
@@ -46,10 +48,6 @@ sys.stdin.buffer.read()  # EOF: the fixture is done, or pytest died
 subprocess.run(sys.argv[2:], capture_output=True, timeout=120, check=False)
 shutil.rmtree(sys.argv[1], ignore_errors=True)
 """
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def _postgres_bindir() -> Path | None:
@@ -137,7 +135,7 @@ def postgres_dsn() -> Iterator[str]:
     """
     bindir = _postgres_bindir()
     if bindir is None:
-        if _in_ci():
+        if in_ci():
             pytest.fail(f"CI is set, so the PostgreSQL tests must run, but: {_INSTALL_HINT}")
         pytest.skip(_INSTALL_HINT)
     prefix = _as_server_user()
@@ -192,7 +190,7 @@ def postgres_database_dsn(postgres_dsn: str) -> Iterator[str]:
         import psycopg
     except ImportError:
         hint = "psycopg is not installed: pip install 'polyloop[postgres]'"
-        if _in_ci():
+        if in_ci():
             pytest.fail(f"CI is set, so the PostgreSQL tests must run, but {hint}")
         pytest.skip(hint)
     name = f"polyloop_test_{uuid.uuid4().hex}"

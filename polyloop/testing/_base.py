@@ -95,7 +95,12 @@ def suite_hash(promises: tuple[PromiseSpec, ...] | list[PromiseSpec]) -> str:
     return "sha256:" + hashlib.sha256(canonical_json(pairs).encode("utf-8")).hexdigest()
 
 
-def _in_ci() -> bool:
+def in_ci() -> bool:
+    """Whether ``CI`` says this is a CI run; unset, empty, ``0``, ``false`` and ``no`` say not.
+
+    The one reading of the variable: the kit derandomizes under it and the project's own tests
+    require their PostgreSQL server under it.
+    """
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
@@ -109,7 +114,7 @@ def bounded_settings(max_examples: int) -> hypothesis.settings:
     The shrink phase is off (see the comment below). Under ``CI`` the examples are derandomized
     (and the example database is off) so a CI run is reproducible.
     """
-    extra: dict[str, Any] = {"derandomize": True, "database": None} if _in_ci() else {}
+    extra: dict[str, Any] = {"derandomize": True, "database": None} if in_ci() else {}
     return hypothesis.settings(
         max_examples=max_examples,
         # No shrink phase: shrinking a failure against a real store or sink can take minutes,

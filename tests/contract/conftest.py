@@ -12,11 +12,12 @@ from __future__ import annotations
 import importlib.util
 import warnings
 
-from tests.conftest import _in_ci, _postgres_bindir
+from polyloop.testing._base import in_ci
+from tests.conftest import _postgres_bindir
 
 collect_ignore: list[str] = []
 
-if not _in_ci():
+if not in_ci():
     missing = []
     if _postgres_bindir() is None:
         missing.append("the PostgreSQL binaries (apt-get install -y postgresql)")

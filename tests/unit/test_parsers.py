@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,6 +11,7 @@ from hypothesis import strategies as st
 from polyloop import Action, FinalAnswer, InvalidDecision, ModelReply
 from polyloop.parsers import CodeBlockParser, JsonToolCallParser
 from polyloop.ports import DecisionParser
+from polyloop.testing._base import in_ci
 
 
 def reply(text: str) -> ModelReply:
@@ -285,12 +285,15 @@ REPLY_TEXT = st.one_of(
 )
 
 
-@settings(
+BOUNDED = settings(
     max_examples=200,
     deadline=None,
-    derandomize=bool(os.environ.get("CI")),
+    derandomize=in_ci(),
     suppress_health_check=[HealthCheck.too_slow],
 )
+
+
+@BOUNDED
 @given(text=REPLY_TEXT, reasoning=st.text(max_size=20))
 def test_parsers_never_raise_and_are_deterministic(text, reasoning):
     for parser in PARSERS:

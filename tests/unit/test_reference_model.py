@@ -12,7 +12,6 @@ kinds. A second property interrupts the same run after every record and resumes 
 from __future__ import annotations
 
 import asyncio
-import os
 from dataclasses import dataclass
 
 from hypothesis import given, settings
@@ -22,6 +21,7 @@ import polyloop
 from polyloop import ActionStatus, Budget, RunResult, Tool, ToolRegistry
 from polyloop.events import MemorySink
 from polyloop.stores import MemoryStore
+from polyloop.testing._base import in_ci
 from tests.unit._doubles import (
     GOAL,
     NOT_EXECUTED_TEXT,
@@ -38,7 +38,7 @@ from tests.unit._doubles import (
     trajectory,
 )
 
-BOUNDED = settings(max_examples=200, deadline=None, derandomize=bool(os.environ.get("CI")))
+BOUNDED = settings(max_examples=200, deadline=None, derandomize=in_ci())
 TOOLS = ToolRegistry(
     [
         Tool(name="plain", description="does something"),

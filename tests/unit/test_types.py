@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import Any
 
 import pytest
@@ -34,9 +33,10 @@ from polyloop import (
     parameters_hash,
     record_from_json,
 )
+from polyloop.testing._base import in_ci
 from tests.unit._doubles import agent
 
-BOUNDED = settings(max_examples=200, deadline=None, derandomize=bool(os.environ.get("CI")))
+BOUNDED = settings(max_examples=200, deadline=None, derandomize=in_ci())
 
 # --------------------------------------------------------------------------- validation
 
