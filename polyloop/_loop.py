@@ -80,6 +80,20 @@ def _ms_since(start: float) -> int:
     return int((time.monotonic() - start) * 1000)
 
 
+# What a step records of a model that raised: no text, no reasoning, no call id (SPEC §2).
+_NOTHING_SAID = ModelReply(text="")
+
+
+def _observed(outcome: ActionOutcome | None, synthetic: str | None) -> tuple[str, bool, int]:
+    """A step's observation, whether it is synthetic, and how many characters were cut."""
+    if outcome is None:
+        return "", False, 0
+    if synthetic is not None:  # the library's text replaces the executor's, uncut
+        return synthetic, True, 0
+    truncated = outcome.observation_truncated_chars
+    return outcome.observation, outcome.observation_is_synthetic, truncated
+
+
 class _Driver:
     """One call of run() or resume(): the run's state plus the seams."""
 
@@ -111,19 +125,59 @@ class _Driver:
         self.final_answer: str | None = None
         self.event_delivery_failures = 0
 
+    @classmethod
+    def from_log(
+        cls,
+        run_id: str,
+        log: RunLog,
+        started: RunStarted,
+        *,
+        agent: AgentDefinition,
+        model: ModelClient,
+        parser: DecisionParser,
+        executor: ActionExecutor,
+        store: RunStore,
+        events: EventSink,
+    ) -> _Driver:
+        """A driver that continues run ``run_id``'s ``log`` (begun by ``started``) at its end.
+
+        Its logged steps are not folded in yet: :meth:`absorb` each, deciding as it goes.
+        """
+        driver = cls(
+            run_id=run_id,
+            agent=agent,
+            goal=started.goal,
+            model=model,
+            parser=parser,
+            executor=executor,
+            store=store,
+            events=events,
+        )
+        driver.started = True
+        driver.sequence = len(log.records)
+        return driver
+
     # ------------------------------------------------------------------ records and events
 
-    async def append(self, record: Record) -> None:
-        """Append durably (never cut in half by cancellation), then emit the event."""
+    async def append(self, record: Record, *, cancelling: bool = False) -> None:
+        """Append durably (never cut in half by cancellation), then emit the event.
+
+        The one protocol of every append. ``cancelling``: we are on the cancellation path
+        already, so a failed append is dropped and nothing is raised — the ``CancelledError``
+        being handled is what must propagate.
+        """
         sequence = self.sequence
         task = asyncio.ensure_future(self.store.append(self.run_id, record, sequence=sequence))
-        cancelled = await _wait_out(task)
-        event = Event(run_id=self.run_id, sequence=sequence, record=record)
-        if _succeeded(task):
+        cancelled = await _wait_out(task)  # further cancellations wait for the append to land
+        written = _succeeded(task)
+        if written:
             self._appended(record)
-        if cancelled:
-            if _succeeded(task):  # the record is in the log, so its event is owed (best effort)
+        event = Event(run_id=self.run_id, sequence=sequence, record=record)
+        if cancelled or cancelling:
+            if written:  # the record is in the log, so its event is owed (best effort)
                 await self.emit_best_effort(event)
+            if cancelling:
+                return
             raise asyncio.CancelledError
         task.result()  # an exception from append propagates and nothing more is written
         await self.emit(event)
@@ -152,19 +206,7 @@ class _Driver:
         """The cancellation path: one RunFinished(cancelled) if the run is started, unfinished."""
         if not self.started or self.finished:
             return
-        record = RunFinished(
-            stop_reason=StopReason.CANCELLED,
-            final_answer=None,
-            executed_actions=self.counters.executed_actions,
-            finished_at=utc_timestamp(),
-        )
-        sequence = self.sequence
-        task = asyncio.ensure_future(self.store.append(self.run_id, record, sequence=sequence))
-        await _wait_out(task)  # further cancellations are absorbed: we re-raise one anyway
-        if not _succeeded(task):  # the CancelledError being handled is what must propagate
-            return
-        self._appended(record)
-        await self.emit_best_effort(Event(run_id=self.run_id, sequence=sequence, record=record))
+        await self.append(self.finished_record(StopReason.CANCELLED, None), cancelling=True)
 
     # ------------------------------------------------------------------ the iteration
 
@@ -192,21 +234,7 @@ class _Driver:
         try:
             reply = await self.model.complete(messages)
         except Exception as exc:  # CancelledError is not an Exception: it propagates
-            step = StepRecord(
-                step_index=step_index,
-                raw_output="",
-                response_chars=0,
-                reasoning_chars=0,
-                action=None,
-                parse_ok=False,
-                parse_error=None,
-                observation="",
-                observation_is_synthetic=False,
-                observation_truncated_chars=0,
-                prompt_chars=prompt_chars,
-                llm_call_id=None,
-                step_wall_ms=_ms_since(started),
-            )
+            step = self._step(None, prompt_chars, started)
             return await self.record(step, model_error=f"{type(exc).__name__}: {exc}")
         if not isinstance(reply, ModelReply):
             raise TypeError(
@@ -258,7 +286,7 @@ class _Driver:
 
     def _step(
         self,
-        reply: ModelReply,
+        reply: ModelReply | None,
         prompt_chars: int,
         started: float,
         *,
@@ -267,28 +295,27 @@ class _Driver:
         outcome: ActionOutcome | None = None,
         synthetic: str | None = None,
     ) -> StepRecord:
-        """The step record of a parsed reply (the table in SPEC §2, one path per argument)."""
-        observation, is_synthetic, truncated = "", False, 0
-        if outcome is not None:
-            if synthetic is not None:
-                observation, is_synthetic = synthetic, True
-            else:
-                observation = outcome.observation
-                is_synthetic = outcome.observation_is_synthetic
-                truncated = outcome.observation_truncated_chars
+        """Every row of the table in SPEC §2, one path per argument.
+
+        No ``reply``: the model raised (``llm_error``). Else ``error``: an invalid decision;
+        ``outcome``: an action, whose observation is ``synthetic`` when the library replaced it;
+        none of them: a final answer.
+        """
+        observation, is_synthetic, truncated = _observed(outcome, synthetic)
+        said = _NOTHING_SAID if reply is None else reply
         return StepRecord(
             step_index=len(self.steps),
-            raw_output=reply.text,
-            response_chars=len(reply.text),
-            reasoning_chars=len(reply.reasoning),
+            raw_output=said.text,
+            response_chars=len(said.text),
+            reasoning_chars=len(said.reasoning),
             action=action.text if action is not None else None,
-            parse_ok=error is None,
+            parse_ok=reply is not None and error is None,
             parse_error=error.feedback if error is not None else None,
             observation=observation,
             observation_is_synthetic=is_synthetic,
             observation_truncated_chars=truncated,
             prompt_chars=prompt_chars,
-            llm_call_id=reply.call_id,
+            llm_call_id=said.call_id,
             step_wall_ms=_ms_since(started),
             tool_name=action.tool_name if action is not None else None,
             tool_args_json=(
@@ -334,15 +361,16 @@ class _Driver:
 
     async def finish(self, stop: StopReason) -> RunResult:
         final_answer = self.final_answer if stop is StopReason.AGENT_FINISHED else None
-        await self.append(
-            RunFinished(
-                stop_reason=stop,
-                final_answer=final_answer,
-                executed_actions=self.counters.executed_actions,
-                finished_at=utc_timestamp(),
-            )
-        )
+        await self.append(self.finished_record(stop, final_answer))
         return self.result(stop, final_answer)
+
+    def finished_record(self, stop: StopReason, final_answer: str | None) -> RunFinished:
+        return RunFinished(
+            stop_reason=stop,
+            final_answer=final_answer,
+            executed_actions=self.counters.executed_actions,
+            finished_at=utc_timestamp(),
+        )
 
     def result(self, stop: StopReason, final_answer: str | None) -> RunResult:
         return RunResult(
@@ -469,18 +497,17 @@ async def resume(
             f"run {run_id!r} was started with parameters {started.parameters_hash}, "
             f"this agent has {expected}: what the model sees or when the run stops changed"
         )
-    driver = _Driver(
-        run_id=run_id,
+    driver = _Driver.from_log(
+        run_id,
+        log,
+        started,
         agent=agent,
-        goal=started.goal,
         model=model,
         parser=parser,
         executor=executor,
         store=store,
         events=NullSink() if events is None else events,
     )
-    driver.started = True
-    driver.sequence = len(log.records)
     stop: StopReason | None = None
     for position, completed in enumerate(log.steps):
         if stop is not None:

@@ -1,6 +1,6 @@
 """The stopping order, decided here and nowhere else. Pure functions of loop state: no I/O.
 
-One iteration of a run (``polyloop._loop.Driver.iterate`` calls these, in this order):
+One iteration of a run (``polyloop._loop._Driver.iterate`` calls these, in this order):
 
 A  budget admission      :func:`admit`          steps ≥ max → step_budget; executed ≥ max →
                                                  action_budget (both at once → step_budget)

@@ -4,6 +4,7 @@ receives (the history, SPEC §4)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -45,25 +46,48 @@ async def only_step(*specs, **agent_kwargs) -> tuple[StepRecord, StepCompleted]:
 
 # --------------------------------------------------------------------------- the table
 
+# SPEC §2's table, written once here and independently of the product: what every row shares,
+# then what a reply and a parse add. Each test names its row and adds what the row leaves open.
+EMPTY_STEP: dict[str, Any] = {
+    "step_index": 0,
+    "raw_output": "",
+    "response_chars": 0,
+    "reasoning_chars": 0,
+    "action": None,
+    "parse_ok": False,
+    "parse_error": None,
+    "observation": "",
+    "observation_is_synthetic": False,
+    "observation_truncated_chars": 0,
+    "prompt_chars": OPENING,
+    "llm_call_id": None,
+    "step_wall_ms": 0,
+}
+ROWS = ("llm_error", "invalid decision", "final answer", "action")
+
+
+def table_row(row: str, *, reasoning: str = "", **row_fields: Any) -> StepRecord:
+    """The step SPEC §2's ``row`` records for a reply ``REPLY`` (call id ``call-0``)."""
+    assert row in ROWS
+    replied = row != "llm_error"
+    reply: dict[str, Any] = (
+        {
+            "raw_output": REPLY,
+            "response_chars": len(REPLY),
+            "reasoning_chars": len(reasoning),
+            "llm_call_id": "call-0",
+        }
+        if replied
+        else {}
+    )
+    parsed = {"parse_ok": row in ("final answer", "action")}
+    return StepRecord(**{**EMPTY_STEP, **reply, **parsed, **row_fields})
+
 
 async def test_a_failed_model_call_records_an_empty_step_with_no_call_id_and_the_error():
     step, completed = await only_step(model_fails(TimeoutError("no answer in 30 s")))
 
-    assert step == StepRecord(
-        step_index=0,
-        raw_output="",
-        response_chars=0,
-        reasoning_chars=0,
-        action=None,
-        parse_ok=False,
-        parse_error=None,
-        observation="",
-        observation_is_synthetic=False,
-        observation_truncated_chars=0,
-        prompt_chars=OPENING,
-        llm_call_id=None,
-        step_wall_ms=0,
-    )
+    assert step == table_row("llm_error")
     assert completed.model_error == "TimeoutError: no answer in 30 s"
     assert completed.executor_observation is None
 
@@ -73,20 +97,8 @@ async def test_an_invalid_decision_records_the_reply_and_the_feedback():
 
     step, completed = await only_step(spec, max_consecutive_parse_failures=1)
 
-    assert step == StepRecord(
-        step_index=0,
-        raw_output=REPLY,
-        response_chars=len(REPLY),
-        reasoning_chars=len(REASONING),
-        action=None,
-        parse_ok=False,
-        parse_error="use a code block",
-        observation="",
-        observation_is_synthetic=False,
-        observation_truncated_chars=0,
-        prompt_chars=OPENING,
-        llm_call_id="call-0",
-        step_wall_ms=0,
+    assert step == table_row(
+        "invalid decision", reasoning=REASONING, parse_error="use a code block"
     )
     assert completed.model_error is None
     assert completed.executor_observation is None
@@ -95,21 +107,7 @@ async def test_an_invalid_decision_records_the_reply_and_the_feedback():
 async def test_a_final_answer_records_the_reply_and_no_observation():
     step, completed = await only_step(final("done", reply_text=REPLY))
 
-    assert step == StepRecord(
-        step_index=0,
-        raw_output=REPLY,
-        response_chars=len(REPLY),
-        reasoning_chars=0,
-        action=None,
-        parse_ok=True,
-        parse_error=None,
-        observation="",
-        observation_is_synthetic=False,
-        observation_truncated_chars=0,
-        prompt_chars=OPENING,
-        llm_call_id="call-0",
-        step_wall_ms=0,
-    )
+    assert step == table_row("final answer")
     assert completed.model_error is None
     assert completed.executor_observation is None
 
@@ -126,20 +124,11 @@ async def test_an_executed_action_records_the_action_and_the_executors_observati
 
     step, completed = await only_step(spec)
 
-    assert step == StepRecord(
-        step_index=0,
-        raw_output=REPLY,
-        response_chars=len(REPLY),
-        reasoning_chars=0,
+    assert step == table_row(
+        "action",
         action="action-0",
-        parse_ok=True,
-        parse_error=None,
         observation="stdout: 3 rows",
-        observation_is_synthetic=False,
         observation_truncated_chars=17,
-        prompt_chars=OPENING,
-        llm_call_id="call-0",
-        step_wall_ms=0,
         tool_name="sql",
         tool_args_json='{"limit":[1,2],"query":"select 1"}',
         action_status=ActionStatus.EXECUTED,
@@ -159,20 +148,11 @@ async def test_an_action_that_did_not_execute_records_the_synthetic_text_and_kee
 
     step, completed = await only_step(spec, max_steps=1)
 
-    assert step == StepRecord(
-        step_index=0,
-        raw_output=REPLY,
-        response_chars=len(REPLY),
-        reasoning_chars=0,
+    assert step == table_row(
+        "action",
         action="action-0",
-        parse_ok=True,
-        parse_error=None,
         observation=synthetic,
         observation_is_synthetic=True,
-        observation_truncated_chars=0,
-        prompt_chars=OPENING,
-        llm_call_id="call-0",
-        step_wall_ms=0,
         action_status=status,
     )
     assert completed.executor_observation == "no such tool 'sqll'"
