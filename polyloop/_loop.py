@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -94,28 +95,24 @@ def _observed(outcome: ActionOutcome | None, synthetic: str | None) -> tuple[str
     return outcome.observation, outcome.observation_is_synthetic, truncated
 
 
+@dataclass(frozen=True, slots=True)
+class _Seams:
+    """The five seams one call of run() or resume() drives."""
+
+    model: ModelClient
+    parser: DecisionParser
+    executor: ActionExecutor
+    store: RunStore
+    events: EventSink
+
+
 class _Driver:
     """One call of run() or resume(): the run's state plus the seams."""
 
-    def __init__(
-        self,
-        *,
-        run_id: str,
-        agent: AgentDefinition,
-        goal: str,
-        model: ModelClient,
-        parser: DecisionParser,
-        executor: ActionExecutor,
-        store: RunStore,
-        events: EventSink,
-    ) -> None:
+    def __init__(self, run_id: str, agent: AgentDefinition, goal: str, seams: _Seams) -> None:
         self.run_id = run_id
         self.agent = agent
-        self.model = model
-        self.parser = parser
-        self.executor = executor
-        self.store = store
-        self.events = events
+        self.seams = seams
         self.sequence = 0  # the next record's index in the log
         self.started = False
         self.finished = False
@@ -127,32 +124,13 @@ class _Driver:
 
     @classmethod
     def from_log(
-        cls,
-        run_id: str,
-        log: RunLog,
-        started: RunStarted,
-        *,
-        agent: AgentDefinition,
-        model: ModelClient,
-        parser: DecisionParser,
-        executor: ActionExecutor,
-        store: RunStore,
-        events: EventSink,
+        cls, run_id: str, agent: AgentDefinition, started: RunStarted, log: RunLog, seams: _Seams
     ) -> _Driver:
         """A driver that continues run ``run_id``'s ``log`` (begun by ``started``) at its end.
 
         Its logged steps are not folded in yet: :meth:`absorb` each, deciding as it goes.
         """
-        driver = cls(
-            run_id=run_id,
-            agent=agent,
-            goal=started.goal,
-            model=model,
-            parser=parser,
-            executor=executor,
-            store=store,
-            events=events,
-        )
+        driver = cls(run_id, agent, started.goal, seams)
         driver.started = True
         driver.sequence = len(log.records)
         return driver
@@ -167,7 +145,9 @@ class _Driver:
         being handled is what must propagate.
         """
         sequence = self.sequence
-        task = asyncio.ensure_future(self.store.append(self.run_id, record, sequence=sequence))
+        task = asyncio.ensure_future(
+            self.seams.store.append(self.run_id, record, sequence=sequence)
+        )
         cancelled = await _wait_out(task)  # further cancellations wait for the append to land
         written = _succeeded(task)
         if written:
@@ -191,14 +171,14 @@ class _Driver:
 
     async def emit(self, event: Event) -> None:
         try:
-            await self.events.emit(event)
+            await self.seams.events.emit(event)
         except Exception:  # a delivery failure never interrupts the run; CancelledError passes
             self.event_delivery_failures += 1
 
     async def emit_best_effort(self, event: Event) -> None:
         """On the cancellation path: nothing the sink does may replace the CancelledError."""
         try:
-            await self.events.emit(event)
+            await self.seams.events.emit(event)
         except BaseException:
             self.event_delivery_failures += 1
 
@@ -232,7 +212,7 @@ class _Driver:
         started = time.monotonic()
         await self.append(ModelCallIntent(step_index=step_index, prompt_chars=prompt_chars))
         try:
-            reply = await self.model.complete(messages)
+            reply = await self.seams.model.complete(messages)
         except Exception as exc:  # CancelledError is not an Exception: it propagates
             step = self._step(None, prompt_chars, started)
             return await self.record(step, model_error=f"{type(exc).__name__}: {exc}")
@@ -247,7 +227,7 @@ class _Driver:
         self, reply: ModelReply, prompt_chars: int, started: float
     ) -> StopReason | None:
         """D, E, F — parse, then record an invalid decision or a final answer, or act."""
-        decision = self.parser.parse(reply)
+        decision = self.seams.parser.parse(reply)
         if isinstance(decision, InvalidDecision):
             return await self.record(self._step(reply, prompt_chars, started, error=decision))
         if isinstance(decision, FinalAnswer):
@@ -265,7 +245,7 @@ class _Driver:
         self, reply: ModelReply, action: Action, prompt_chars: int, started: float
     ) -> StopReason | None:
         """F — execute (the intent is already logged) and record the step unconditionally."""
-        outcome = await self.executor.execute(action)
+        outcome = await self.seams.executor.execute(action)
         if not isinstance(outcome, ActionOutcome) or not isinstance(outcome.status, ActionStatus):
             raise TypeError(
                 "ActionExecutor.execute must return an ActionOutcome with an ActionStatus, "
@@ -424,16 +404,8 @@ async def run(
     existing = await store.read_log(run_id)
     if existing.records:
         raise RunAlreadyExists(f"run {run_id!r} already has a log ({len(existing)} records)")
-    driver = _Driver(
-        run_id=run_id,
-        agent=agent,
-        goal=goal,
-        model=model,
-        parser=parser,
-        executor=executor,
-        store=store,
-        events=NullSink() if events is None else events,
-    )
+    seams = _Seams(model, parser, executor, store, NullSink() if events is None else events)
+    driver = _Driver(run_id, agent, goal, seams)
     parameters = agent.parameters()
     started = RunStarted(
         run_id=run_id,
@@ -497,17 +469,8 @@ async def resume(
             f"run {run_id!r} was started with parameters {started.parameters_hash}, "
             f"this agent has {expected}: what the model sees or when the run stops changed"
         )
-    driver = _Driver.from_log(
-        run_id,
-        log,
-        started,
-        agent=agent,
-        model=model,
-        parser=parser,
-        executor=executor,
-        store=store,
-        events=NullSink() if events is None else events,
-    )
+    seams = _Seams(model, parser, executor, store, NullSink() if events is None else events)
+    driver = _Driver.from_log(run_id, agent, started, log, seams)
     stop: StopReason | None = None
     for position, completed in enumerate(log.steps):
         if stop is not None:
@@ -556,5 +519,5 @@ async def _continue(driver: _Driver, log: RunLog, stop: StopReason | None) -> Ru
 
 def _reparse_final_answer(driver: _Driver, log: RunLog) -> str | None:
     """A final answer's text is not in the step record: parse its logged reply again."""
-    decision = driver.parser.parse(log.replies[-1].reply)
+    decision = driver.seams.parser.parse(log.replies[-1].reply)
     return decision.text if isinstance(decision, FinalAnswer) else None
