@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from polyloop.executors._schema import schema_errors
+from polyloop._schema import validate
 from polyloop.tools import Tool, ToolRegistry
 from polyloop.types import Action, ActionOutcome, ActionStatus, canonical_json
 
@@ -70,9 +70,10 @@ class ToolExecutor:
 
     * ``not_executed`` — the action names no tool (``tool_name`` is ``None`` or ``""``), the
       tool is not in the registry (names are looked up verbatim: ``"../x"`` is just an unknown
-      name), the tool has no function, or the arguments fail the tool's JSON schema (see
-      :mod:`polyloop.executors._schema` for the supported subset) or do not bind to the
-      function's signature. The observation names the problem; the function is not called.
+      name), the tool has no function, or the arguments fail the tool's JSON Schema 2020-12
+      (:func:`polyloop._schema.validate`: ``jsonschema`` with the ``schema`` extra, else a
+      subset that agrees with it; ``format`` is not asserted) or do not bind to the function's
+      signature. The observation names the problem; the function is not called.
     * ``executed`` — the function was called. Its return value is the observation (a ``str``
       as is, anything else as canonical JSON; a value JSON cannot encode gives a ``TypeError``
       observation). A function that raises an ``Exception`` gives ``"ExcType: message"``.
@@ -134,12 +135,12 @@ class ToolExecutor:
         """Why the call must not be made, or ``None``."""
         if tool.func is None:
             return f"Tool {_shown(tool.name)} has no function to call."
-        errors = schema_errors(dict(args), tool.parameters)
-        if errors:
-            shown = "; ".join(errors[:5]) + (
-                f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
-            )
-            return f"Invalid arguments for tool {_shown(tool.name)}: {shown}."
+        try:
+            problem = validate(tool.parameters, args)
+        except ValueError as exc:  # the schema was changed in place after Tool() checked it
+            return f"Tool {_shown(tool.name)} has an unusable schema: {exc}."
+        if problem is not None:
+            return f"Invalid arguments for tool {_shown(tool.name)}: {problem}."
         try:
             signature = inspect.signature(tool.func)
         except (TypeError, ValueError):  # some builtins have no signature: let the call decide
