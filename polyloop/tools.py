@@ -21,7 +21,7 @@ from typing import Any
 
 from polyloop._schema import check_schema
 
-__all__ = ["Tool", "ToolRegistry"]
+__all__ = ["Tool", "ToolEnvironmentError", "ToolRegistry"]
 
 
 def _canonical(value: object) -> str:
@@ -30,13 +30,31 @@ def _canonical(value: object) -> str:
     )
 
 
+class ToolEnvironmentError(Exception):
+    """Raised by a tool function: the environment behind the tool is gone, not the action wrong.
+
+    :class:`~polyloop.executors.ToolExecutor` turns it into ``ActionStatus.ENV_ERROR`` with the
+    message as the executor's observation, and the run stops ``env_error``. Raise it when the
+    tool cannot be served at all (the database connection is lost, the remote service is down);
+    any other exception means the action ran and failed, an ``executed`` observation the model
+    can correct::
+
+        def query(sql: str) -> str:
+            try:
+                return database.execute(sql)
+            except ConnectionError as exc:
+                raise ToolEnvironmentError(f"the database is unreachable: {exc}") from exc
+    """
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Tool:
     """One tool.
 
     ``parameters`` is a JSON Schema (Draft 2020-12) object describing the arguments; one the
     installed validator cannot enforce is a ``ValueError`` naming the tool (without the
-    ``schema`` extra: any keyword outside the built-in subset, with the install hint).
+    ``schema`` extra: any keyword outside the built-in subset, with the install hint). A function
+    reports a broken environment by raising :class:`ToolEnvironmentError`.
     ``completion_marker=True`` means that *executing* this tool completes the task (stop reason
     ``task_completed``).
     ``replayable`` decides what a resume does with an action intent of this tool that has no
