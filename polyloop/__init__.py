@@ -20,7 +20,7 @@ from polyloop.errors import (
     SchemaVersionError,
     StoreCorrupted,
 )
-from polyloop.tools import Tool, ToolRegistry
+from polyloop.tools import Tool, ToolEnvironmentError, ToolRegistry
 from polyloop.types import (
     SCHEMA_VERSION,
     Action,
@@ -88,6 +88,7 @@ __all__ = [
     "StoreCorrupted",
     "SyntheticObservations",
     "Tool",
+    "ToolEnvironmentError",
     "ToolRegistry",
     "__version__",
     "canonical_json",

@@ -5,6 +5,11 @@ A :class:`ToolRegistry` is what :class:`~polyloop.types.AgentDefinition` snapsho
 description between a crash and a resume is caught as ``ParametersChanged``. The tool's function
 and its ``replayable`` flag are deliberately *not* part of that snapshot: they may change
 between a crash and a resume without changing what the model sees.
+
+A tool's ``parameters`` schema is checked when the :class:`Tool` is built (see
+:func:`polyloop._schema.check_schema`): full JSON Schema 2020-12 with the ``schema`` extra, a
+documented subset without it — a schema the installed validator cannot enforce is refused
+there, never skimmed when arguments arrive.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Tool", "ToolRegistry"]
+from polyloop._schema import check_schema
+
+__all__ = ["Tool", "ToolEnvironmentError", "ToolRegistry"]
 
 
 def _canonical(value: object) -> str:
@@ -23,12 +30,33 @@ def _canonical(value: object) -> str:
     )
 
 
+class ToolEnvironmentError(Exception):
+    """Raised by a tool function: the environment behind the tool is gone, not the action wrong.
+
+    :class:`~polyloop.executors.ToolExecutor` turns it into ``ActionStatus.ENV_ERROR`` with the
+    message as the executor's observation, and the run stops ``env_error``. Raise it when the
+    tool cannot be served at all (the database connection is lost, the remote service is down);
+    any other exception means the action ran and failed, an ``executed`` observation the model
+    can correct::
+
+        def query(sql: str) -> str:
+            try:
+                return database.execute(sql)
+            except ConnectionError as exc:
+                raise ToolEnvironmentError(f"the database is unreachable: {exc}") from exc
+    """
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Tool:
     """One tool.
 
-    ``parameters`` is a JSON-schema object describing the arguments. ``completion_marker=True``
-    means that *executing* this tool completes the task (stop reason ``task_completed``).
+    ``parameters`` is a JSON Schema (Draft 2020-12) object describing the arguments; one the
+    installed validator cannot enforce is a ``ValueError`` naming the tool (without the
+    ``schema`` extra: any keyword outside the built-in subset, with the install hint). A function
+    reports a broken environment by raising :class:`ToolEnvironmentError`.
+    ``completion_marker=True`` means that *executing* this tool completes the task (stop reason
+    ``task_completed``).
     ``replayable`` decides what a resume does with an action intent of this tool that has no
     result: ``True`` re-executes it, ``False`` never does (the run ends
     ``resume_state_unknown``), ``None`` follows ``AgentDefinition.replay_interrupted_actions``.
@@ -50,8 +78,14 @@ class Tool:
             raise ValueError("Tool.parameters must be a JSON-schema mapping")
         try:
             _canonical(dict(self.parameters))
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise ValueError(f"Tool.parameters must be JSON-serialisable: {exc}") from None
+        try:
+            check_schema(self.parameters)
+        except ValueError as exc:
+            raise ValueError(
+                f"Tool {self.name[:80]!r}: {exc}"
+            ) from None  # a huge name is cut: one readable line
         if self.replayable not in (True, False, None):
             raise ValueError("Tool.replayable must be True, False or None")
 

@@ -7,8 +7,8 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from polyloop.executors._schema import schema_errors
-from polyloop.tools import Tool, ToolRegistry
+from polyloop._schema import validate
+from polyloop.tools import Tool, ToolEnvironmentError, ToolRegistry
 from polyloop.types import Action, ActionOutcome, ActionStatus, canonical_json
 
 __all__ = ["ToolExecutor", "truncate_observation", "truncation_marker"]
@@ -39,12 +39,17 @@ def truncation_marker(cut: int) -> str:
     return f"\n[... {cut} more characters truncated]"
 
 
-def _describe(exc: Exception) -> str:
-    """``"ExcType: message"`` (just ``"ExcType"`` without a message), even if ``str()`` fails."""
+def _message(exc: Exception) -> str:
+    """``str(exc)``, even if ``str()`` fails."""
     try:
-        message = str(exc)
+        return str(exc)
     except Exception:  # a broken __str__ must not turn a tool error into an executor crash
-        message = "<the exception's message could not be rendered>"
+        return "<the exception's message could not be rendered>"
+
+
+def _describe(exc: Exception) -> str:
+    """``"ExcType: message"`` (just ``"ExcType"`` without a message)."""
+    message = _message(exc)
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
@@ -70,13 +75,15 @@ class ToolExecutor:
 
     * ``not_executed`` — the action names no tool (``tool_name`` is ``None`` or ``""``), the
       tool is not in the registry (names are looked up verbatim: ``"../x"`` is just an unknown
-      name), the tool has no function, or the arguments fail the tool's JSON schema (see
-      :mod:`polyloop.executors._schema` for the supported subset) or do not bind to the
-      function's signature. The observation names the problem; the function is not called.
+      name), the tool has no function, or the arguments fail the tool's JSON Schema 2020-12
+      (:func:`polyloop._schema.validate`: ``jsonschema`` with the ``schema`` extra, else a
+      subset that agrees with it; ``format`` is not asserted) or do not bind to the function's
+      signature. The observation names the problem; the function is not called.
     * ``executed`` — the function was called. Its return value is the observation (a ``str``
       as is, anything else as canonical JSON; a value JSON cannot encode gives a ``TypeError``
       observation). A function that raises an ``Exception`` gives ``"ExcType: message"``.
-    * ``env_error`` — never: a registry of in-process functions has no environment to lose.
+    * ``env_error`` — the function raised :class:`~polyloop.tools.ToolEnvironmentError` (the
+      environment behind the tool is gone); its message is the observation.
 
     ``tool_args=None`` is the same as ``{}`` (no arguments). A synchronous function runs in a
     worker thread (``asyncio.to_thread``) so it cannot block the loop; an ``async`` function is
@@ -119,27 +126,28 @@ class ToolExecutor:
         if refusal is not None:
             return _not_executed(refusal)
         assert tool.func is not None  # _refusal checked it
+        status = ActionStatus.EXECUTED
         try:
             result = await self._call(tool, args)
+        except ToolEnvironmentError as exc:  # the tool says its environment is gone
+            status, observation = ActionStatus.ENV_ERROR, _message(exc) or _describe(exc)
         except Exception as exc:  # the tool ran and failed: a normal, correctable observation
             observation = _describe(exc)
         else:
             observation = self._render(tool, result)
         text, cut = truncate_observation(observation, self.max_observation_chars)
-        return ActionOutcome(
-            status=ActionStatus.EXECUTED, observation=text, observation_truncated_chars=cut
-        )
+        return ActionOutcome(status=status, observation=text, observation_truncated_chars=cut)
 
     def _refusal(self, tool: Tool, args: Mapping[str, Any]) -> str | None:
         """Why the call must not be made, or ``None``."""
         if tool.func is None:
             return f"Tool {_shown(tool.name)} has no function to call."
-        errors = schema_errors(dict(args), tool.parameters)
-        if errors:
-            shown = "; ".join(errors[:5]) + (
-                f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
-            )
-            return f"Invalid arguments for tool {_shown(tool.name)}: {shown}."
+        try:
+            problem = validate(tool.parameters, args)
+        except ValueError as exc:  # the schema was changed in place after Tool() checked it
+            return f"Tool {_shown(tool.name)} has an unusable schema: {exc}."
+        if problem is not None:
+            return f"Invalid arguments for tool {_shown(tool.name)}: {problem}."
         try:
             signature = inspect.signature(tool.func)
         except (TypeError, ValueError):  # some builtins have no signature: let the call decide
