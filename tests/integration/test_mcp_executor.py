@@ -665,3 +665,47 @@ def test_a_remote_ref_in_a_published_schema_is_never_fetched() -> None:
     assert len(errors) == 1
     assert errors[0].startswith("the arguments could not be checked against the schema: ")
     assert "Unresolvable" in errors[0]
+
+
+@pytest.mark.asyncio
+async def test_a_call_in_flight_when_the_executor_closes_is_an_env_error(make: Any) -> None:
+    executor = await make("http").open()
+    in_flight = asyncio.ensure_future(call(executor, "nap", seconds=30))
+    await asyncio.sleep(0.2)
+
+    await executor.aclose()
+
+    outcome = await asyncio.wait_for(in_flight, 10)
+    assert outcome.status is ActionStatus.ENV_ERROR
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def block(kind: str, **fields: Any) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(type=kind, **fields)
+
+
+def test_a_result_without_content_blocks_shows_its_structured_content_as_canonical_json() -> None:
+    from polyloop.executors._mcp import _render
+
+    result = block("result", content=[], structured_content={"b": [1, 2], "a": "é"})
+
+    assert _render(result) == '{"a":"é","b":[1,2]}'
+
+
+def test_blocks_of_unknown_kinds_and_bad_base64_are_summarised_not_raised() -> None:
+    from polyloop.executors._mcp import _render
+
+    result = block(
+        "result",
+        content=[block("image", mime_type="image/png", data="%%%"), block("hologram")],
+        structured_content=None,
+    )
+
+    assert _render(result).splitlines() == [
+        "[image: image/png, 3 base64 characters, not valid base64]",
+        "[hologram content]",
+    ]
