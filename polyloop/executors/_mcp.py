@@ -313,7 +313,7 @@ class MCPExecutor(AsyncClosing):
       sent), or the server refused the call (JSON-RPC ``INVALID_PARAMS``/``METHOD_NOT_FOUND``).
     * ``executed`` — the server returned a tool result, also one with ``isError`` (the tool ran
       and failed: the model can correct it). The observation is the result's text parts, one per
-      line; images, audio and resources are summarised as ``[image: image/png, 68 bytes]``.
+      line; images, audio and resources are summarised as ``[image: image/png, 70 bytes]``.
     * ``env_error`` — the connection is closed (server process dead, HTTP server gone), no
       answer within ``read_timeout_s``, any other JSON-RPC error, or a transport failure.
       Returned, never raised.
@@ -411,7 +411,10 @@ class MCPExecutor(AsyncClosing):
         server cannot be started or reached, or does not answer within ``open_timeout_s``.
         """
         if self._connection is not None or self._closed:
-            raise RuntimeError("MCPExecutor.open() was already called; make a new executor")
+            raise RuntimeError(
+                "MCPExecutor.open() was already called, or the executor was closed: an executor "
+                "opens once; make a new one"
+            )
         self._connection = connection = _Connection(
             self.server, read_timeout_s=self.read_timeout_s, open_timeout_s=self.open_timeout_s
         )

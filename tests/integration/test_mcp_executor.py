@@ -9,7 +9,6 @@ import contextlib
 import os
 import signal
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -45,7 +44,10 @@ def process_is_gone(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"  # a zombie is gone too
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"  # a zombie is gone too
+    except FileNotFoundError:  # reaped since os.kill
+        return True
 
 
 @pytest.fixture(scope="module")
@@ -387,16 +389,17 @@ async def test_the_sdk_client_alone_cannot_be_closed_in_another_task(http_server
         await asyncio.create_task(client.__aexit__(None, None, None))
 
 
-def test_an_executor_is_used_and_closed_from_fresh_event_loops_after_its_own_is_gone() -> None:
+def test_an_executor_is_used_and_closed_from_fresh_event_loops_after_its_own_is_gone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     executor = asyncio.run(stdio_executor().open())  # that loop is closed when run() returns
     outcome = asyncio.run(call(executor, "pid"))
-    started = time.monotonic()
 
     asyncio.run(executor.aclose())
 
     assert outcome.status is ActionStatus.EXECUTED
     assert process_is_gone(int(outcome.observation))
-    assert time.monotonic() - started < 10  # a clean shutdown, not the 15 s bound running out
+    assert "did not shut down" not in caplog.text  # a clean shutdown, not the bound running out
 
 
 @pytest.mark.asyncio
@@ -467,8 +470,8 @@ async def test_a_server_that_cannot_start_fails_open_with_connection_error(
 
 @pytest.mark.asyncio
 async def test_a_server_that_never_answers_fails_open_after_open_timeout_s() -> None:
-    silent = MCPExecutor.stdio(sys.executable, ["-c", "import time; time.sleep(60)"])
-    silent.open_timeout_s = 0.5
+    sleeper = ["-c", "import time; time.sleep(60)"]
+    silent = MCPExecutor.stdio(sys.executable, sleeper, open_timeout_s=0.5)
 
     with pytest.raises(ConnectionError, match=r"TimeoutError: no answer within 0.5 s"):
         await silent.open()
