@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import importlib.util
 import os
 import pwd
 import shutil
@@ -25,6 +26,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
+import typing
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -201,3 +204,69 @@ def postgres_database_dsn(postgres_dsn: str) -> Iterator[str]:
     finally:
         with psycopg.connect(postgres_dsn, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# --------------------------------------------------------------------------- MCP
+
+_MCP_HINT = "the MCP SDK is not installed: pip install 'polyloop[mcp]'"
+MCP_SERVER = Path(__file__).resolve().parent / "integration" / "mcp_server.py"
+# A loaded CI machine imports the SDK slowly; the poll ends as soon as the server listens.
+_MCP_START_S = 60.0
+
+
+def _mcp_installed() -> bool:
+    return importlib.util.find_spec("mcp") is not None
+
+
+def require_mcp() -> None:
+    """At the top of an MCP test module: skip it without the SDK, except in CI (then fail)."""
+    if _mcp_installed():
+        return
+    if in_ci():
+        pytest.fail(f"CI is set, so the MCP tests must run, but {_MCP_HINT}", pytrace=False)
+    pytest.skip(_MCP_HINT, allow_module_level=True)
+
+
+def mcp_stdio_command() -> list[str]:
+    """The command that runs the test MCP server over stdio."""
+    return [sys.executable, str(MCP_SERVER)]
+
+
+@contextlib.contextmanager
+def mcp_http_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The test MCP server over streamable HTTP on a free loopback port: its URL and process.
+
+    Returns once the port accepts connections; the process is killed on the way out.
+    """
+    port = _free_loopback_port()
+    with tempfile.TemporaryFile() as log:
+        server = subprocess.Popen(
+            [sys.executable, str(MCP_SERVER), "--http", str(port)], stdout=log, stderr=log
+        )
+        try:
+            _wait_until_listening(port, server, log)
+            yield f"http://127.0.0.1:{port}/mcp", server
+        finally:
+            server.kill()
+            server.wait(timeout=30)
+
+
+def _wait_until_listening(
+    port: int, server: subprocess.Popen[bytes], log: typing.IO[bytes]
+) -> None:
+    deadline = time.monotonic() + _MCP_START_S
+    while time.monotonic() < deadline and server.poll() is None:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        time.sleep(0.05)
+    log.seek(0)
+    output = log.read().decode(errors="replace")[-4000:]
+    raise RuntimeError(f"the MCP test server did not listen on port {port}:\n{output}")
+
+
+@pytest.fixture(scope="session")
+def mcp_http_url() -> Iterator[str]:
+    """URL of the test MCP server over HTTP, shared by the session (tests that kill a server
+    start their own with ``mcp_http_server()``)."""
+    with mcp_http_server() as (url, _):
+        yield url

@@ -64,6 +64,34 @@ def _available(registry: ToolRegistry) -> str:
     return ", ".join(_shown(n) for n in names[:_LISTED]) + more
 
 
+def unknown_tool(registry: ToolRegistry, name: str | None) -> str | None:
+    """Why an action naming ``name`` cannot be called in ``registry``, or ``None``.
+
+    Shared by every executor that calls tools from a registry (``ToolExecutor``, ``MCPExecutor``).
+    """
+    if name is None or name == "":
+        return (
+            f"The action names no tool; say which tool to call (available: {_available(registry)})."
+        )
+    if registry.lookup(name) is None:
+        return f"Unknown tool {_shown(name)}; available tools: {_available(registry)}."
+    return None
+
+
+def invalid_arguments(tool: Tool, args: Mapping[str, Any]) -> str | None:
+    """Why ``args`` break ``tool``'s published schema, or ``None``.
+
+    The one argument check of every tool executor: :func:`polyloop._schema.validate`.
+    """
+    try:
+        problem = validate(tool.parameters, args)
+    except ValueError as exc:  # the schema was changed in place after Tool() checked it
+        return f"Tool {_shown(tool.name)} has an unusable schema: {exc}."
+    if problem is not None:
+        return f"Invalid arguments for tool {_shown(tool.name)}: {problem}."
+    return None
+
+
 def _not_executed(observation: str) -> ActionOutcome:
     return ActionOutcome(status=ActionStatus.NOT_EXECUTED, observation=observation)
 
@@ -110,17 +138,11 @@ class ToolExecutor:
         self.max_observation_chars = max_observation_chars
 
     async def execute(self, action: Action) -> ActionOutcome:
-        name = action.tool_name
-        if name is None or name == "":
-            return _not_executed(
-                f"The action names no tool; say which tool to call (available: "
-                f"{_available(self.registry)})."
-            )
-        tool = self.registry.lookup(name)
-        if tool is None:
-            return _not_executed(
-                f"Unknown tool {_shown(name)}; available tools: {_available(self.registry)}."
-            )
+        unknown = unknown_tool(self.registry, action.tool_name)
+        if unknown is not None:
+            return _not_executed(unknown)
+        tool = self.registry.lookup(action.tool_name or "")
+        assert tool is not None  # unknown_tool checked it
         args: Mapping[str, Any] = action.tool_args if action.tool_args is not None else {}
         refusal = self._refusal(tool, args)
         if refusal is not None:
@@ -142,12 +164,9 @@ class ToolExecutor:
         """Why the call must not be made, or ``None``."""
         if tool.func is None:
             return f"Tool {_shown(tool.name)} has no function to call."
-        try:
-            problem = validate(tool.parameters, args)
-        except ValueError as exc:  # the schema was changed in place after Tool() checked it
-            return f"Tool {_shown(tool.name)} has an unusable schema: {exc}."
-        if problem is not None:
-            return f"Invalid arguments for tool {_shown(tool.name)}: {problem}."
+        invalid = invalid_arguments(tool, args)
+        if invalid is not None:
+            return invalid
         try:
             signature = inspect.signature(tool.func)
         except (TypeError, ValueError):  # some builtins have no signature: let the call decide

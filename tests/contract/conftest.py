@@ -2,6 +2,8 @@
 
 PostgresStore joins the run only where it can be judged: with PostgreSQL's binaries and psycopg
 installed, or always in CI (where the session fixture then fails loudly if they are missing).
+MCPExecutor likewise joins where the ``mcp`` extra is installed, or always in CI (where a missing
+SDK fails the module).
 Elsewhere it is left out of collection with a warning instead of being collected and skipped:
 an implementation whose every promise was skipped makes the verdict ``incomplete``, and the main
 job must pass on a fresh machine that has only the embedded default store.
@@ -13,7 +15,7 @@ import importlib.util
 import warnings
 
 from polyloop.testing._base import in_ci
-from tests.conftest import _postgres_bindir
+from tests.conftest import _mcp_installed, _postgres_bindir
 
 collect_ignore: list[str] = []
 
@@ -28,5 +30,13 @@ if not in_ci():
         warnings.warn(
             "PostgresStore is not judged in this conformance run: it needs "
             + " and ".join(missing),
+            stacklevel=1,
+        )
+
+    if not _mcp_installed():
+        collect_ignore.append("test_mcp_executor_contract.py")
+        warnings.warn(
+            "MCPExecutor is not judged in this conformance run: it needs the MCP SDK "
+            "(pip install 'polyloop[mcp]')",
             stacklevel=1,
         )

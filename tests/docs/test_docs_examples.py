@@ -43,3 +43,20 @@ def test_tutorial_runs_crashes_and_resumes_as_the_text_says(
     printed = run_blocks(blocks).splitlines()
     assert printed == ["agent_finished 5 4", "ActionIntent", "resume_state_unknown"]
     assert (tmp_path / "tutorial.db").exists()
+
+
+def test_the_mcp_how_to_runs_its_server_and_agent_and_prints_what_it_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.conftest import require_mcp
+
+    require_mcp()
+    page = (ROOT / "docs" / "how-to" / "use-mcp-tools.md").read_text(encoding="utf-8")
+    server, agent = python_blocks(ROOT / "docs" / "how-to" / "use-mcp-tools.md")
+    promised = re.findall(r"It prints:\n\n```text\n(.*?)```", page, flags=re.S)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "weather_server.py").write_text(server, encoding="utf-8")
+
+    printed = run_blocks([agent])
+
+    assert printed == promised[0]

@@ -1,0 +1,179 @@
+"""A real MCP server, written with the official SDK, that the MCPExecutor tests talk to.
+
+Run it over stdio (``python tests/integration/mcp_server.py``) or over streamable HTTP on
+loopback (``python tests/integration/mcp_server.py --http PORT``). Its tools have
+pydantic-typed parameters of every shape the executor must publish and check: ``Optional``,
+defaults, enums, nested models, ``Field`` bounds. Some tools exist to break things on purpose:
+``fail`` reports a tool error (``isError``), ``nap`` sleeps past a read timeout, ``crash`` kills
+the server process in the middle of a call, ``remember`` leaves a side effect the resume test
+counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import enum
+import os
+import signal
+from pathlib import Path
+from typing import Annotated
+
+from mcp import MCPError
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Audio, Image
+from mcp_types import (
+    BlobResourceContents,
+    ContentBlock,
+    EmbeddedResource,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+from pydantic import BaseModel, Field
+
+server = MCPServer("polyloop-test-server")
+
+CONSTANTS = {"pi": "3.14159", "e": "2.71828"}
+# A 1x1 transparent PNG: an image result the executor must summarise as text.
+PIXEL_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+class Priority(enum.StrEnum):
+    LOW = "low"
+    NORMAL = "normal"
+    HIGH = "high"
+
+
+class Window(BaseModel):
+    start_hour: Annotated[int, Field(ge=0, le=23)]
+    end_hour: Annotated[int, Field(ge=0, le=23)]
+
+
+class Meeting(BaseModel):
+    title: Annotated[str, Field(min_length=1, max_length=80)]
+    window: Window
+    priority: Priority = Priority.NORMAL
+    attendees: list[str] = Field(default_factory=list)
+
+
+@server.tool()
+def lookup(key: str) -> str:
+    """Look a mathematical constant up by name (an unknown name is a tool error)."""
+    if key not in CONSTANTS:
+        raise ToolError(f"no constant named {key!r}; known: {', '.join(sorted(CONSTANTS))}")
+    return CONSTANTS[key]
+
+
+@server.tool()
+def add(a: int, b: Annotated[int, Field(ge=-1000, le=1000)] = 1) -> int:
+    """Add two integers; b defaults to 1 and lies in [-1000, 1000]."""
+    return a + b
+
+
+@server.tool()
+def search(
+    query: Annotated[str, Field(min_length=1)],
+    limit: Annotated[int, Field(ge=1, le=10)] = 3,
+    priority: Priority | None = None,
+) -> str:
+    """Search the calendar; an optional priority filters the hits."""
+    shown = priority.value if priority is not None else "any"
+    return f"{limit} hits for {query!r} (priority {shown})"
+
+
+@server.tool()
+def schedule(meeting: Meeting) -> str:
+    """Schedule a meeting (a nested model: a window of hours, a priority enum)."""
+    who = ", ".join(meeting.attendees) or "nobody"
+    return (
+        f"scheduled {meeting.title!r} {meeting.window.start_hour}-{meeting.window.end_hour}h "
+        f"({meeting.priority.value}) with {who}"
+    )
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Always fails with ``message``: the tool ran and reports an error (isError)."""
+    raise ToolError(message)
+
+
+@server.tool()
+async def nap(seconds: Annotated[float, Field(ge=0, le=60)]) -> str:
+    """Sleep, then answer (for read timeouts)."""
+    await asyncio.sleep(seconds)
+    return f"slept {seconds} s"
+
+
+@server.tool()
+def crash() -> str:
+    """Kill this server process in the middle of the call (SIGKILL: no answer, no cleanup)."""
+    os.kill(os.getpid(), signal.SIGKILL)
+    return "unreachable"
+
+
+@server.tool()
+def remember(note: str) -> str:
+    """Append ``note`` to the file named by POLYLOOP_MCP_NOTES: a side effect a test can count."""
+    path = Path(os.environ["POLYLOOP_MCP_NOTES"])
+    with path.open("a", encoding="utf-8") as notes:
+        notes.write(note + "\n")
+    return f"remembered {note!r}"
+
+
+@server.tool()
+def pixel() -> Image:
+    """A 1x1 PNG image (non-text content)."""
+    return Image(data=PIXEL_PNG, format="png")
+
+
+@server.tool()
+def attachments() -> list[ContentBlock | Audio]:
+    """One block of every kind a tool result may hold."""
+    return [
+        TextContent(type="text", text="see the attachments"),
+        EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(
+                uri="file:///notes.txt", mime_type="text/plain", text="hello"
+            ),
+        ),
+        EmbeddedResource(
+            type="resource",
+            resource=BlobResourceContents(
+                uri="file:///blob.bin", mime_type="application/octet-stream", blob="AAEC"
+            ),
+        ),
+        ResourceLink(type="resource_link", name="report", uri="https://example.invalid/report"),
+        Audio(data=b"RIFF", format="wav"),
+    ]
+
+
+@server.tool()
+def refuse(code: int) -> str:
+    """Answer with a JSON-RPC error ``code`` instead of a tool result (a refusing server)."""
+    raise MCPError(code=code, message=f"refused with code {code}")
+
+
+@server.tool()
+def pid() -> int:
+    """This server's process id (so a test can kill it from outside)."""
+    return os.getpid()
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__)
+    options.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP")
+    port = options.parse_args().http
+    if port is None:
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=port)
+
+
+if __name__ == "__main__":
+    main()
