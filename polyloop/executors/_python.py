@@ -248,10 +248,24 @@ class PythonExecutor(AsyncClosing):
             raise await self._died(f"The Python session stopped reading ({exc})") from None
         return await self._read_message(proc)
 
-    async def _read_message(self, proc: asyncio.subprocess.Process) -> Any:
+    async def _readline(self, proc: asyncio.subprocess.Process) -> bytes:
+        """The child's next line, or ``b""`` once it exited (a grandchild may hold the pipe)."""
         assert proc.stdout is not None
+        assert self._session is not None  # proc is this session's child
+        reading = asyncio.ensure_future(proc.stdout.readline())
+        exited = asyncio.ensure_future(self._session.protocol.exited.wait())
         try:
-            raw = await proc.stdout.readline()
+            await asyncio.wait({reading, exited}, return_when=asyncio.FIRST_COMPLETED)
+            if not reading.done():  # exited: a line written just before is still to be read
+                await asyncio.wait({reading}, timeout=_REAP_S)
+            return reading.result() if reading.done() else b""
+        finally:
+            reading.cancel()
+            exited.cancel()
+
+    async def _read_message(self, proc: asyncio.subprocess.Process) -> Any:
+        try:
+            raw = await self._readline(proc)
         except (ValueError, asyncio.LimitOverrunError):
             raise _SessionBroken("The Python session sent an over-long line.") from None
         except (ConnectionError, OSError) as exc:

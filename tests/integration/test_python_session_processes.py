@@ -264,3 +264,19 @@ async def test_a_limit_the_os_refuses_is_an_env_error_that_names_it():
     printed = await as_another_user(lowered)
     assert printed.startswith("env_error The Python session could not apply its limits:")
     assert "max_file_bytes=1000000 could not be applied (RLIMIT_FSIZE" in printed
+
+
+async def test_a_session_that_dies_leaving_a_grandchild_is_an_env_error_at_once(tmp_path):
+    pidfile = tmp_path / "grandchild.pid"
+    dying = Action(text=forking("os.fork", pidfile, then_loop=False).text + "os._exit(7)\n")
+    async with PythonExecutor(timeout_s=30) as executor:
+        await executor.execute(Action(text="1"))
+        started = time.monotonic()
+        outcome = await executor.execute(dying)  # the grandchild still holds the pipes
+        took = time.monotonic() - started
+        after = await executor.execute(Action(text="6 * 7"))
+    assert outcome.status is ActionStatus.ENV_ERROR
+    assert "exited with code 7" in outcome.observation
+    assert took < 10, f"execute() took {took:.1f} s: it waited for the pipes, not the child"
+    assert await gone(int(pidfile.read_text()))
+    assert after.observation == "42\n"
