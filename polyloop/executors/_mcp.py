@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from polyloop._closing import AsyncClosing
+from polyloop.executors._observation_cap import checked_max_observation_chars
 from polyloop.executors._tool import _shown, invalid_arguments, truncate_observation, unknown_tool
 from polyloop.tools import Tool, ToolRegistry
 from polyloop.types import Action, ActionOutcome, ActionStatus, canonical_json
@@ -299,16 +300,10 @@ class MCPExecutor(AsyncClosing):
         max_observation_chars: int | None = 100_000,
     ) -> None:
         _require_sdk()
-        if max_observation_chars is not None and (
-            isinstance(max_observation_chars, bool)
-            or not isinstance(max_observation_chars, int)
-            or max_observation_chars < 1
-        ):
-            raise ValueError("max_observation_chars must be an int >= 1 or None")
         self.server = server
         self.read_timeout_s = _positive("read_timeout_s", read_timeout_s)
         self.open_timeout_s = _positive("open_timeout_s", open_timeout_s)
-        self.max_observation_chars = max_observation_chars
+        self.max_observation_chars = checked_max_observation_chars(max_observation_chars)
         self._connection: _Connection | None = None
         self._closed = False
         self._registry: ToolRegistry | None = None

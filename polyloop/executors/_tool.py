@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from polyloop._schema import validate
+from polyloop.executors._observation_cap import checked_max_observation_chars
 from polyloop.tools import Tool, ToolEnvironmentError, ToolRegistry
 from polyloop.types import Action, ActionOutcome, ActionStatus, canonical_json
 
@@ -128,14 +129,8 @@ class ToolExecutor:
     def __init__(self, registry: ToolRegistry, *, max_observation_chars: int | None = None):
         if not isinstance(registry, ToolRegistry):
             raise TypeError(f"ToolExecutor expects a ToolRegistry, got {type(registry).__name__}")
-        if max_observation_chars is not None and (
-            isinstance(max_observation_chars, bool)
-            or not isinstance(max_observation_chars, int)
-            or max_observation_chars < 1
-        ):
-            raise ValueError("max_observation_chars must be an int >= 1 or None")
         self.registry = registry
-        self.max_observation_chars = max_observation_chars
+        self.max_observation_chars = checked_max_observation_chars(max_observation_chars)
 
     async def execute(self, action: Action) -> ActionOutcome:
         unknown = unknown_tool(self.registry, action.tool_name)

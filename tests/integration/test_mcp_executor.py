@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -669,7 +670,7 @@ def test_a_remote_ref_in_a_published_schema_is_never_fetched() -> None:
 
     schema = {"type": "object", "properties": {"a": {"$ref": "https://example.invalid/s.json"}}}
 
-    with pytest.raises(ValueError, match="https://example.invalid/s.json"):
+    with pytest.raises(ValueError, match=re.escape("https://example.invalid/s.json")):
         _registry([published("remote", schema)])
 
 
