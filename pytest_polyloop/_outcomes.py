@@ -8,21 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["OUTCOMES", "Judgement", "PhaseResult", "classify", "phase_result"]
+if TYPE_CHECKING:  # only a type here: a passive plugin does not import the runtime
+    from polyloop.report import Outcome
 
-Outcome = Literal[
-    "held",
-    "violated",
-    "unverifiable",
-    "not_applicable",
-    "waived",
-    "stale_waiver",
-    "overridden",
-    "pending",
-]
-OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)  # the report's order, written once above
+__all__ = ["Judgement", "PhaseResult", "classify", "phase_result"]
+
 PROPERTY_ITEM = "polyloop"
 PROPERTY_SKIP = "polyloop_skip"
 _STRICT_XPASS = "[XPASS(strict)]"

@@ -43,3 +43,12 @@ def test_tutorial_runs_crashes_and_resumes_as_the_text_says(
     printed = run_blocks(blocks).splitlines()
     assert printed == ["agent_finished 5 4", "ActionIntent", "resume_state_unknown"]
     assert (tmp_path / "tutorial.db").exists()
+
+
+def test_report_reference_example_prints_what_its_comments_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    [block] = python_blocks(ROOT / "docs" / "reference" / "report.md")
+    claimed = [line.split("  # ", 1)[1] for line in block.splitlines() if "  # " in line]
+    assert run_blocks([block]).splitlines() == claimed
