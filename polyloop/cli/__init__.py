@@ -93,32 +93,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    runs = commands.add_parser(
-        "runs",
-        parents=[store_option],
-        help="list runs: id, start time, stop reason (or running), steps",
-        description="List the store's runs, oldest first.",
+    parsers = {}
+    for name, handler, summary, description in (  # name, handler, help, --help description
+        ("runs", _runs, "list runs: id, start time, stop reason (or running), steps",
+         "List the store's runs, oldest first."),
+        ("show", _show, "show one run's trajectory and stop reason",
+         "Show a run's trajectory, one line per step, then its stop reason."),
+        ("demo", _demo, "record a scripted demo run (no model needed) and show it",
+         "Run a scripted arithmetic agent against the store and show its trajectory."),
+    ):  # fmt: skip
+        parsers[name] = commands.add_parser(
+            name, parents=[store_option], help=summary, description=description
+        )
+        parsers[name].set_defaults(handler=handler)
+    parsers["show"].add_argument("run_id", metavar="RUN_ID")
+    parsers["demo"].add_argument(
+        "--run-id", default=None, help="the run id (default: a new uuid4 hex)"
     )
-    runs.set_defaults(handler=_runs)
-
-    show = commands.add_parser(
-        "show",
-        parents=[store_option],
-        help="show one run's trajectory and stop reason",
-        description="Show a run's trajectory, one line per step, then its stop reason.",
-    )
-    show.add_argument("run_id", metavar="RUN_ID")
-    show.set_defaults(handler=_show)
-
-    demo = commands.add_parser(
-        "demo",
-        parents=[store_option],
-        help="record a scripted demo run (no model needed) and show it",
-        description="Run a scripted arithmetic agent against the store and show its trajectory.",
-    )
-    demo.add_argument("--run-id", default=None, help="the run id (default: a new uuid4 hex)")
-    demo.set_defaults(handler=_demo)
-
     add_report_commands(commands)
     return parser
 
