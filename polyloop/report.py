@@ -93,7 +93,20 @@ def load_report(path: str | Path) -> dict[str, Any]:
         for item in implementations
     ):
         raise ReportError(f"{path}: 'implementations' must be a list of objects with 'promises'")
+    if not all(_is_keyed(item, "id") for item in implementations) or not all(
+        _is_keyed(promise, "id", "outcome")
+        for item in implementations
+        for promise in item["promises"]
+    ):
+        raise ReportError(
+            f"{path}: each implementation needs an 'id' and each promise an 'id' and an 'outcome'"
+        )
     return data
+
+
+def _is_keyed(entry: object, *keys: str) -> bool:
+    """``entry`` is an object whose ``keys`` are strings (what diffs and baselines key on)."""
+    return isinstance(entry, dict) and all(isinstance(entry.get(key), str) for key in keys)
 
 
 def outcomes_by_key(report: Mapping[str, Any]) -> dict[Key, str]:

@@ -138,3 +138,17 @@ def test_markdown_report_is_written_and_appended_to_the_step_summary(
     assert f"- `executor` `{ERROR_PROMISE}`" in markdown
     assert summary.read_text(encoding="utf-8") == "earlier step\n" + markdown
     assert run.ret == 1
+
+
+@pytest.mark.parametrize(
+    "implementations",
+    ['"all"', '[{"promises": [{}]}]', '[{"id": "x", "promises": [{"id": 1, "outcome": "held"}]}]'],
+)
+def test_a_report_with_malformed_implementations_exits_2_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], implementations: str
+) -> None:
+    report = tmp_path / "report.json"
+    text = f'{{"schema": "polyloop-conformance/1", "implementations": {implementations}}}'
+    report.write_text(text, encoding="utf-8")
+    assert main(["report", "diff", str(report), str(report)]) == 2
+    assert f"polyloop report: {report}: " in capsys.readouterr().err
