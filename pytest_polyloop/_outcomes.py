@@ -8,21 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["OUTCOMES", "Judgement", "PhaseResult", "classify", "phase_result"]
+if TYPE_CHECKING:  # only a type here: a passive plugin does not import the runtime
+    from polyloop.report import Outcome
 
-Outcome = Literal[
-    "held",
-    "violated",
-    "unverifiable",
-    "not_applicable",
-    "waived",
-    "stale_waiver",
-    "overridden",
-    "pending",
-]
-OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)  # the report's order, written once above
+__all__ = ["Judgement", "PhaseResult", "classify", "phase_result"]
+
 PROPERTY_ITEM = "polyloop"
 PROPERTY_SKIP = "polyloop_skip"
 _STRICT_XPASS = "[XPASS(strict)]"
@@ -116,75 +108,117 @@ def _waiver_from(reason: str | None) -> str | None:
     return reason.removeprefix(_WAIVED_PREFIX)
 
 
+ParseSkip = Callable[[str], Mapping[str, str] | None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Case:
+    """What the evaluators judge: one promise test's phases and what the plugin knows of it."""
+
+    phases: Sequence[PhaseResult]
+    overridden: bool
+    waiver_reason: str | None
+    parse_skip: ParseSkip
+    duration: float
+
+
+def _is_stale(phase: PhaseResult) -> bool:
+    """A waived promise that held: a strict XPASS (a failed call) or a non-strict one."""
+    # xdist prefixes the text with a "[gw0] linux -- Python …" line: search, not startswith.
+    strict = phase.outcome == "failed" and phase.when == "call" and _STRICT_XPASS in phase.text
+    return strict or (phase.outcome == "passed" and phase.wasxfail is not None)
+
+
+def _violated(case: _Case) -> Judgement | None:
+    """A real failure or error, also of an overridden test: it must not hide behind that."""
+    failure = next((p for p in case.phases if p.outcome == "failed" and not _is_stale(p)), None)
+    if failure is None:
+        return None
+    return Judgement(
+        outcome="violated",
+        duration_s=case.duration,
+        detail=_violation_detail(failure),
+        waiver_reason=case.waiver_reason,
+    )
+
+
+def _overridden(case: _Case) -> Judgement | None:
+    """The promise test was replaced, so the promise was not checked as written."""
+    if not case.overridden:
+        return None
+    return Judgement(
+        outcome="overridden", duration_s=case.duration, waiver_reason=case.waiver_reason
+    )
+
+
+def _stale_waiver(case: _Case) -> Judgement | None:
+    """A waived promise that holds: the waiver should go."""
+    stale = next((phase for phase in case.phases if _is_stale(phase)), None)
+    if stale is None:
+        return None
+    return Judgement(
+        outcome="stale_waiver",
+        duration_s=case.duration,
+        detail="the promise held although it is waived: remove the waiver",
+        waiver_reason=case.waiver_reason or _waiver_from(_xpass_reason(stale)),
+    )
+
+
+def _skipped(case: _Case) -> Judgement | None:
+    """The first skip decides: a waiver's xfail, a contract skip, or a plain skip."""
+    phase = next((phase for phase in case.phases if phase.outcome == "skipped"), None)
+    if phase is None:
+        return None
+    if phase.wasxfail is not None:
+        waiver_reason = case.waiver_reason or _waiver_from(phase.wasxfail)
+        return Judgement(outcome="waived", duration_s=case.duration, waiver_reason=waiver_reason)
+    parts = phase.contract_skip or case.parse_skip(phase.skip_reason)
+    if parts is not None and parts.get("outcome") in ("unverifiable", "not_applicable"):
+        return Judgement(
+            outcome="unverifiable" if parts["outcome"] == "unverifiable" else "not_applicable",
+            duration_s=case.duration,
+            promise=parts.get("promise"),
+            why=parts.get("why"),
+            verify_yourself=parts.get("verify_yourself"),
+        )
+    why = phase.skip_reason.removeprefix("Skipped: ") or "skipped"
+    return Judgement(outcome="not_applicable", duration_s=case.duration, why=why)
+
+
+# In order of precedence (the first judgement wins); a test none of them judges ``held``.
+_EVALUATORS: tuple[Callable[[_Case], Judgement | None], ...] = (
+    _violated,
+    _overridden,
+    _stale_waiver,
+    _skipped,
+)
+
+
 def classify(
     phases: Sequence[PhaseResult],
     *,
     overridden: bool = False,
     waiver_reason: str | None = None,
-    parse_skip: Callable[[str], Mapping[str, str] | None] = lambda text: None,
+    parse_skip: ParseSkip = lambda text: None,
 ) -> Judgement | None:
     """The outcome of one promise test from its phases; ``None`` if it never reported.
 
-    Order of precedence: a real failure or error is ``violated`` (also for an overridden test:
-    a failure must not hide behind "overridden"); then ``overridden`` (the promise was not checked
-    as written); then a pass under a waiver is ``stale_waiver``, a failure under one ``waived``;
-    then the skips; else ``held``.
+    Order of precedence (:data:`_EVALUATORS`): a real failure or error is ``violated`` (also
+    for an overridden test: a failure must not hide behind "overridden"); then ``overridden``
+    (the promise was not checked as written); then a pass under a waiver is ``stale_waiver``, a
+    failure under one ``waived``; then the skips; else ``held``.
     """
     if not phases:
         return None
-    duration = round(sum(phase.duration for phase in phases), 6)
-    stale = [
-        phase
-        for phase in phases
-        # xdist prefixes the text with a "[gw0] linux -- Python …" line: search, not startswith.
-        if (phase.outcome == "failed" and phase.when == "call" and _STRICT_XPASS in phase.text)
-        or (phase.outcome == "passed" and phase.wasxfail is not None)
-    ]
-    failures = [
-        phase
-        for phase in phases
-        if phase.outcome == "failed" and not any(phase is other for other in stale)
-    ]
-    if failures:
-        return Judgement(
-            outcome="violated",
-            duration_s=duration,
-            detail=_violation_detail(failures[0]),
-            waiver_reason=waiver_reason,
-        )
-    if overridden:
-        return Judgement(outcome="overridden", duration_s=duration, waiver_reason=waiver_reason)
-    if stale:
-        return Judgement(
-            outcome="stale_waiver",
-            duration_s=duration,
-            detail="the promise held although it is waived: remove the waiver",
-            waiver_reason=waiver_reason or _waiver_from(_xpass_reason(stale[0])),
-        )
-    for phase in phases:
-        if phase.outcome != "skipped":
-            continue
-        if phase.wasxfail is not None:
-            return Judgement(
-                outcome="waived",
-                duration_s=duration,
-                waiver_reason=waiver_reason or _waiver_from(phase.wasxfail),
-            )
-        parts = phase.contract_skip or parse_skip(phase.skip_reason)
-        if parts is not None and parts.get("outcome") in ("unverifiable", "not_applicable"):
-            outcome: Outcome = (
-                "unverifiable" if parts["outcome"] == "unverifiable" else "not_applicable"
-            )
-            return Judgement(
-                outcome=outcome,
-                duration_s=duration,
-                promise=parts.get("promise"),
-                why=parts.get("why"),
-                verify_yourself=parts.get("verify_yourself"),
-            )
-        return Judgement(
-            outcome="not_applicable",
-            duration_s=duration,
-            why=phase.skip_reason.removeprefix("Skipped: ") or "skipped",
-        )
-    return Judgement(outcome="held", duration_s=duration)
+    case = _Case(
+        phases=phases,
+        overridden=overridden,
+        waiver_reason=waiver_reason,
+        parse_skip=parse_skip,
+        duration=round(sum(phase.duration for phase in phases), 6),
+    )
+    for evaluate in _EVALUATORS:
+        judgement = evaluate(case)
+        if judgement is not None:
+            return judgement
+    return Judgement(outcome="held", duration_s=case.duration)

@@ -8,46 +8,21 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pytest_polyloop._outcomes import OUTCOMES, Judgement, PhaseResult, classify
+from polyloop.report import OUTCOMES, SCHEMA, Key, load_report, outcomes_by_key
+from pytest_polyloop._outcomes import Judgement, PhaseResult, classify
 
-__all__ = ["SCHEMA", "build_report", "load_baseline", "schema", "verdict_exit_status"]
-
-SCHEMA = "polyloop-conformance/1"
-BaselineKey = tuple[str, str]
+__all__ = ["build_report", "load_baseline", "verdict_exit_status", "write_json", "write_markdown"]
 
 
-def schema() -> dict[str, Any]:
-    """The JSON Schema of the report (``report.schema.json``, shipped in this package)."""
-    text = resources.files("pytest_polyloop").joinpath("report.schema.json").read_text("utf-8")
-    loaded: dict[str, Any] = json.loads(text)
-    return loaded
-
-
-def load_baseline(path: Path) -> dict[BaselineKey, str]:
+def load_baseline(path: Path) -> dict[Key, str]:
     """``(implementation id, promise id) → outcome`` from an earlier JSON report.
 
-    Raises ``ValueError`` naming the file if it is not a ``polyloop-conformance/1`` report.
+    Raises :class:`polyloop.report.ReportError` naming the file if it is not a report.
     """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(
-            f"--polyloop-baseline {path}: cannot read a JSON report ({error})"
-        ) from error
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise ValueError(
-            f"--polyloop-baseline {path}: not a {SCHEMA} report "
-            f"(schema is {data.get('schema') if isinstance(data, dict) else None!r})"
-        )
-    outcomes: dict[BaselineKey, str] = {}
-    for implementation in data.get("implementations", []):
-        for promise in implementation.get("promises", []):
-            outcomes[(implementation["id"], promise["id"])] = promise["outcome"]
-    return outcomes
+    return outcomes_by_key(load_report(path))
 
 
 def _first_paragraph(doc: str) -> str:
@@ -59,7 +34,7 @@ def _promise_entry(
     nodeid: str,
     judgement: Judgement,
     doc: str,
-    baseline: Mapping[BaselineKey, str] | None,
+    baseline: Mapping[Key, str] | None,
     implementation_id: str,
 ) -> dict[str, Any]:
     outcome = judgement.outcome
@@ -87,17 +62,17 @@ def _promise_entry(
 
 
 def build_implementation(
-    record: Mapping[str, Any],
+    entry: Mapping[str, Any],
     results: Mapping[str, Sequence[PhaseResult]],
-    baseline: Mapping[BaselineKey, str] | None,
+    baseline: Mapping[Key, str] | None,
     parse_skip: Callable[[str], Mapping[str, str] | None],
 ) -> dict[str, Any]:
-    """One implementation's entry from its discovery record and the results of its items."""
-    docs = {entry["id"]: entry["doc"] for entry in record["catalogue"]}
-    waive: Mapping[str, str] = record["waive"]
-    overridden = set(record["overridden"])
+    """One implementation's part of the report from its entry and the results of its items."""
+    docs = {promise["id"]: promise["doc"] for promise in entry["catalogue"]}
+    waive: Mapping[str, str] = entry["waive"]
+    overridden = set(entry["overridden"])
     promises = []
-    for nodeid, promise_id in sorted(record["items"].items(), key=lambda pair: pair[1]):
+    for nodeid, promise_id in sorted(entry["items"].items(), key=lambda pair: pair[1]):
         judgement = classify(
             results.get(nodeid, ()),
             overridden=promise_id in overridden,
@@ -107,18 +82,18 @@ def build_implementation(
         if judgement is None:
             continue  # collected but never run (-x, a crash): counted as missing
         promises.append(
-            _promise_entry(promise_id, nodeid, judgement, docs[promise_id], baseline, record["id"])
+            _promise_entry(promise_id, nodeid, judgement, docs[promise_id], baseline, entry["id"])
         )
     counts = dict.fromkeys(OUTCOMES, 0)
     for promise in promises:
         counts[promise["outcome"]] += 1
     reported = {promise["id"] for promise in promises}
     return {
-        "id": record["id"],
-        "seam": record["seam"],
-        "fixture": record["fixture"],
-        "source": record["source"],
-        "suite_hash": record["suite_hash"],
+        "id": entry["id"],
+        "seam": entry["seam"],
+        "fixture": entry["fixture"],
+        "source": entry["source"],
+        "suite_hash": entry["suite_hash"],
         "counts": counts,
         "collected": len(reported),
         "catalogue": len(docs),
@@ -140,9 +115,9 @@ def _is_incomplete(implementation: Mapping[str, Any], waive: Mapping[str, str]) 
 
 def build_report(
     *,
-    records: Sequence[Mapping[str, Any]],
+    implementations: Sequence[Mapping[str, Any]],
     results: Mapping[str, Sequence[PhaseResult]],
-    baseline: Mapping[BaselineKey, str] | None,
+    baseline: Mapping[Key, str] | None,
     parse_skip: Callable[[str], Mapping[str, str] | None],
     kit_version: str,
     suite_hash: str,
@@ -151,18 +126,16 @@ def build_report(
     created_at: str,
 ) -> dict[str, Any]:
     """The whole report (schema ``polyloop-conformance/1``) with its verdict."""
-    implementations = [
-        build_implementation(record, results, baseline, parse_skip)
-        for record in sorted(records, key=lambda record: str(record["id"]))
+    waivers = {entry["id"]: entry["waive"] for entry in implementations}
+    judged = [
+        build_implementation(entry, results, baseline, parse_skip)
+        for entry in sorted(implementations, key=lambda entry: str(entry["id"]))
     ]
-    waivers = {record["id"]: record["waive"] for record in records}
-    if not implementations:
+    if not judged:
         verdict = "no_implementations"
-    elif any(
-        item["counts"]["violated"] or item["counts"]["stale_waiver"] for item in implementations
-    ):
+    elif any(item["counts"]["violated"] or item["counts"]["stale_waiver"] for item in judged):
         verdict = "violations"
-    elif any(_is_incomplete(item, waivers[item["id"]]) for item in implementations):
+    elif any(_is_incomplete(item, waivers[item["id"]]) for item in judged):
         verdict = "incomplete"
     else:
         verdict = "conformant"
@@ -174,7 +147,7 @@ def build_report(
         "python_version": python_version,
         "created_at": created_at,
         "verdict": verdict,
-        "implementations": implementations,
+        "implementations": judged,
     }
 
 

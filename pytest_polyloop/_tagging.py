@@ -71,12 +71,7 @@ def make_tag(
     if loop_scope is not None and loop_scope not in LOOP_SCOPES:
         raise ValueError(f"loop_scope must be one of {', '.join(LOOP_SCOPES)}, got {loop_scope!r}")
     return SeamTag(
-        seam=name,
-        samples=samples,
-        waive=waivers,
-        id=id,
-        loop_scope=loop_scope,
-        route=route,
+        seam=name, samples=samples, waive=waivers, id=id, loop_scope=loop_scope, route=route
     )
 
 

@@ -2,47 +2,20 @@
 
 Passive by default: the plugin registers its options, ini keys, the ``polyloop_seam`` marker
 and its two hookspecs, and does nothing else. ``--polyloop-conformance`` registers a
-:class:`ConformanceSession`, which wires discovery → generated items → pytest results →
-outcomes → report; each step lives in its own module.
+``ConformanceSession`` (``_session.py``), which wires discovery → generated items → pytest
+results → outcomes → report; each step lives in its own module.
 """
 
 from __future__ import annotations
 
-import datetime
-import platform
-import warnings
-from collections.abc import Generator
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from pytest_polyloop import _kit, hookspecs
-from pytest_polyloop._collect import Collection
-from pytest_polyloop._discovery import (
-    HOW_TO_TAG,
-    Misuse,
-    parse_ini_seams,
-    parse_ini_waivers,
-    relative_path,
-)
-from pytest_polyloop._outcomes import PROPERTY_ITEM, PROPERTY_SKIP, PhaseResult, phase_result
-from pytest_polyloop._records import Records
-from pytest_polyloop._registry import SeamRegistry
-from pytest_polyloop._report import (
-    build_report,
-    load_baseline,
-    verdict_exit_status,
-    write_json,
-    write_markdown,
-)
+from pytest_polyloop import hookspecs
 from pytest_polyloop._tagging import MARKER_NAME
 
 # The suites live in polyloop.testing; an editable install is not rewritten unless asked,
 # and this must happen before anything imports the kit.
 pytest.register_assert_rewrite("polyloop.testing")
-
-_WORKEROUTPUT_KEY = "polyloop"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -106,210 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "(set by pytest_polyloop; tag fixtures with @pytest_polyloop.seam(...))",
     )
     if config.getoption("polyloop_conformance"):
+        # Imported here: a passive plugin loads neither the session nor the runtime it reads.
+        from pytest_polyloop._session import ConformanceSession
+
         config.pluginmanager.register(ConformanceSession(config), "polyloop-conformance-session")
-
-
-def _utc_now() -> str:
-    now = datetime.datetime.now(datetime.UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
-class ConformanceSession:
-    """The hooks of one ``--polyloop-conformance`` session."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.kit = _kit.load_kit()
-        _kit.check_asyncio_loaded(config)
-        self.is_worker = hasattr(config, "workerinput")
-        self.rootpath = config.rootpath
-        self.registry = SeamRegistry(self.kit.ContractBase)
-        self.worker_misuses: list[str] = []
-        self.results: dict[str, list[PhaseResult]] = {}
-        self.report: dict[str, Any] | None = None
-        self.seam_filter: list[str] = list(config.getoption("polyloop_seam"))
-        baseline = config.getoption("polyloop_baseline")
-        try:
-            self.baseline = load_baseline(Path(baseline)) if baseline else None
-        except ValueError as error:
-            raise pytest.UsageError(str(error)) from error
-        rootpath = config.rootpath
-        ini_location = relative_path(config.inipath, rootpath) if config.inipath else "ini"
-        ini_tagged, seam_misuses = parse_ini_seams(config.getini("polyloop_seams"), ini_location)
-        ini_waivers, waive_misuses = parse_ini_waivers(
-            config.getini("polyloop_waive"), ini_location
-        )
-        self.collection = Collection(
-            config=config, registry=self.registry, ini_tagged=ini_tagged, ini_waivers=ini_waivers
-        )
-        self.collection.misuses += seam_misuses + waive_misuses
-        self.records = Records(self.registry, self.kit.suite_hash, rootpath)
-        _kit.register_builtin_seams(config)
-        config.hook.pytest_polyloop_register_seams.call_historic(kwargs={"registry": self.registry})
-
-    # -- collection: generated suites live under the file that defines their fixture -------
-
-    def pytest_collect_file(
-        self, file_path: Path, parent: pytest.Collector
-    ) -> pytest.Collector | None:
-        if file_path.name == "conftest.py" and parent.session.isinitpath(file_path):
-            return None  # pytest collects it as a module itself; suites are added to that one
-        return self.collection.holder_for(parent, file_path)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_make_collect_report(
-        self, collector: pytest.Collector
-    ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
-        report = yield
-        if report.passed:
-            if isinstance(collector, pytest.Session):
-                report.result.extend(self.collection.ancestor_holders(report.result))
-            elif isinstance(collector, pytest.Module):
-                report.result.extend(self.collection.suites_for(collector))
-        return report
-
-    # -- selection: only contract items run, each knows its implementation and promise ----
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(
-        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
-    ) -> None:
-        for name in self.seam_filter:
-            if self.registry.get(name) is None:
-                known = ", ".join(self.registry.names())
-                problem = f"unknown seam; the registered seams are: {known}"
-                misuse = Misuse("command line", f"--polyloop-seam {name}", problem)
-                self.collection.misuses.append(misuse)
-        selected, deselected = [], []
-        for item in items:
-            identity = self.records.identify(item)
-            if identity is None or (self.seam_filter and identity[0].name not in self.seam_filter):
-                deselected.append(item)
-                continue
-            registered, implementation_id, promise_id = identity
-            item.add_marker(
-                pytest.mark.polyloop_seam(
-                    registered.name, implementation=implementation_id, promise=promise_id
-                )
-            )
-            item.user_properties.append(
-                (PROPERTY_ITEM, {"implementation": implementation_id, "promise": promise_id})
-            )
-            selected.append(item)
-        misuses = self.collection.misuses
-        if misuses:
-            if not self.is_worker:
-                raise pytest.UsageError(
-                    "polyloop conformance: misuse of seam tags\n"
-                    + "\n".join(str(misuse) for misuse in misuses)
-                )
-            deselected, selected = items[:], []  # the controller reports the misuse
-        if deselected:
-            config.hook.pytest_deselected(items=deselected)
-        items[:] = selected
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.records.keep_only(item.nodeid for item in session.items)
-        for implementation_id in self.collection.unused_ini_waivers():
-            warnings.warn(
-                pytest.PytestWarning(
-                    f"polyloop_waive names {implementation_id!r}, which is not a tagged or "
-                    "ini-named implementation collected in this run; its waivers do nothing"
-                ),
-                stacklevel=1,
-            )
-        if self.is_worker:
-            self.config.workeroutput[_WORKEROUTPUT_KEY] = {  # type: ignore[attr-defined]
-                "records": self.records.as_list(),
-                "misuses": [str(misuse) for misuse in self.collection.misuses],
-            }
-
-    # -- results ---------------------------------------------------------------------------
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        error = call.excinfo.value if call.excinfo is not None else None
-        if isinstance(error, self.kit.ContractSkip):
-            # A fresh list: the report shares item.user_properties, later phases must not see it.
-            report.user_properties = [*report.user_properties, (PROPERTY_SKIP, error.as_dict())]
-        return report
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self.is_worker:
-            return  # xdist ships the report to the controller, which aggregates
-        if any(name == PROPERTY_ITEM for name, _ in report.user_properties):
-            self.results.setdefault(report.nodeid, []).append(phase_result(report))
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        output = getattr(node, "workeroutput", {}).get(_WORKEROUTPUT_KEY)
-        if not output:
-            return
-        self.records.merge(output["records"])
-        for misuse in output["misuses"]:
-            if misuse not in self.worker_misuses:
-                self.worker_misuses.append(misuse)
-
-    # -- the report ------------------------------------------------------------------------
-
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.is_worker or self.config.option.collectonly:
-            return
-        if self.worker_misuses:
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
-            return
-        if exitstatus not in (
-            pytest.ExitCode.OK,
-            pytest.ExitCode.TESTS_FAILED,
-            pytest.ExitCode.NO_TESTS_COLLECTED,
-        ):
-            return  # interrupted, internal or usage error: pytest's status stands
-        all_promises = [spec for seam in self.registry.seams() for spec in seam.suite.promises()]
-        report = build_report(
-            records=self.records.as_list(),
-            results=self.results,
-            baseline=self.baseline,
-            parse_skip=self.kit.parse_skip_reason,
-            kit_version=str(self.kit.KIT_VERSION),
-            suite_hash=self.kit.suite_hash(all_promises),
-            pytest_version=pytest.__version__,
-            python_version=platform.python_version(),
-            created_at=_utc_now(),
-        )
-        self.report = report
-        self.config.hook.pytest_polyloop_report(report=report, config=self.config)
-        from polyloop._report_cli import render_markdown
-
-        json_path = self.config.getoption("polyloop_report")
-        if json_path:
-            write_json(report, Path(json_path))
-        md_path = self.config.getoption("polyloop_report_md")
-        write_markdown(render_markdown(report), Path(md_path) if md_path else None)
-        session.exitstatus = verdict_exit_status(report["verdict"])
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.is_worker:
-            return
-        if self.worker_misuses:
-            terminalreporter.write_sep("=", "polyloop conformance: misuse of seam tags", red=True)
-            for misuse in self.worker_misuses:
-                terminalreporter.write_line(misuse)
-            return
-        if self.report is None:
-            return
-        from polyloop._report_cli import render_text
-
-        verdict = self.report["verdict"]
-        terminalreporter.write_sep(
-            "=", "polyloop conformance", green=verdict == "conformant", red=verdict != "conformant"
-        )
-        for line in render_text(self.report).splitlines():
-            terminalreporter.write_line(line)
-        if verdict == "no_implementations":
-            terminalreporter.write_line("")
-            terminalreporter.write_line(
-                "No seam implementation was found. To add one, " + HOW_TO_TAG
-            )

@@ -60,3 +60,12 @@ def test_the_mcp_how_to_runs_its_server_and_agent_and_prints_what_it_says(
     printed = run_blocks([agent])
 
     assert printed == promised[0]
+
+
+def test_report_reference_example_prints_what_its_comments_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    [block] = python_blocks(ROOT / "docs" / "reference" / "report.md")
+    claimed = [line.split("  # ", 1)[1] for line in block.splitlines() if "  # " in line]
+    assert run_blocks([block]).splitlines() == claimed

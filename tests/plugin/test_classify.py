@@ -73,3 +73,65 @@ def test_the_skip_text_is_parsed_when_no_structured_parts_travelled() -> None:
 
 def test_a_promise_that_never_reported_has_no_outcome() -> None:
     assert classify([]) is None
+
+
+# --------------------------------------------------------------------------- precedence
+
+
+def test_a_failure_of_an_overridden_test_is_violated_not_overridden() -> None:
+    call = phase("call", "failed", text="E   AssertionError: no", crash="AssertionError: no")
+    judgement = classify([PASSED_SETUP, call, PASSED_TEARDOWN], overridden=True)
+    assert judgement is not None
+    assert (judgement.outcome, judgement.detail) == ("violated", "AssertionError: no")
+
+
+def test_a_failing_teardown_after_a_strict_xpass_is_violated_not_stale() -> None:
+    call = phase("call", "failed", text="[XPASS(strict)] waived: old bug")
+    teardown = phase("teardown", "failed", text="E   OSError: leak", crash="OSError: leak")
+    judgement = classify([PASSED_SETUP, call, teardown], waiver_reason="old bug")
+    assert judgement is not None
+    assert (judgement.outcome, judgement.waiver_reason) == ("violated", "old bug")
+    assert judgement.detail == "error in teardown:\nOSError: leak"
+
+
+def test_an_overridden_test_under_a_waiver_that_passes_is_overridden_not_stale() -> None:
+    call = phase("call", "passed", wasxfail="waived: flaky")
+    judgement = classify([PASSED_SETUP, call], overridden=True, waiver_reason="flaky")
+    assert judgement is not None
+    assert (judgement.outcome, judgement.waiver_reason) == ("overridden", "flaky")
+
+
+def test_an_overridden_test_that_skips_is_overridden_not_not_applicable() -> None:
+    call = phase("call", "skipped", skip_reason="Skipped: needs a GPU")
+    judgement = classify([PASSED_SETUP, call], overridden=True)
+    assert judgement is not None
+    assert judgement.outcome == "overridden"
+
+
+def test_a_failure_under_a_waiver_is_waived_with_the_waivers_reason() -> None:
+    call = phase("call", "skipped", wasxfail="waived: known bug")
+    judgement = classify([PASSED_SETUP, call, PASSED_TEARDOWN])
+    assert judgement is not None
+    assert (judgement.outcome, judgement.waiver_reason) == ("waived", "known bug")
+
+
+def test_a_structured_contract_skip_wins_over_parsing_the_skip_text() -> None:
+    parts = {"outcome": "not_applicable", "why": "no tools"}
+    call = phase("call", "skipped", skip_reason="Skipped: x", contract_skip=parts)
+    judgement = classify([call], parse_skip=lambda text: {"outcome": "unverifiable"})
+    assert judgement is not None
+    assert (judgement.outcome, judgement.why) == ("not_applicable", "no tools")
+
+
+def test_only_the_first_skipped_phase_decides() -> None:
+    setup = phase("setup", "skipped", skip_reason="Skipped: no db")
+    teardown = phase("teardown", "skipped", wasxfail="waived: later")
+    judgement = classify([setup, teardown])
+    assert judgement is not None
+    assert (judgement.outcome, judgement.why) == ("not_applicable", "no db")
+
+
+def test_every_phase_passed_is_held() -> None:
+    judgement = classify([PASSED_SETUP, phase("call", "passed"), PASSED_TEARDOWN])
+    assert judgement is not None
+    assert (judgement.outcome, judgement.detail, judgement.duration_s) == ("held", None, 0.75)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.plugin._sandbox import ERROR_PROMISE, Project
 
 FIVE_FIELDS = "action_executor.returns_all_five_fields"
@@ -226,3 +228,33 @@ def test_an_unknown_seam_for_polyloop_seam_is_a_usage_error(project: Project) ->
     run = project.run("--polyloop-seam", "action_exec")
     assert run.ret == 4
     assert "command line: --polyloop-seam action_exec: unknown seam" in run.output
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (None, "cannot read the report"),
+        ("{not json", "not JSON"),
+        ('{"schema": "coverage/7"}', "not a polyloop-conformance/1 report (schema: 'coverage/7')"),
+        (
+            '{"schema": "polyloop-conformance/1", "implementations": "all"}',
+            "'implementations' must be a list of objects with 'promises'",
+        ),
+        (
+            '{"schema": "polyloop-conformance/1", "implementations": [{"promises": [{}]}]}',
+            "each implementation needs an 'id' and each promise an 'id' and an 'outcome'",
+        ),
+    ],
+    ids=["missing", "not-json", "other-schema", "implementations-not-a-list", "promise-no-id"],
+)
+def test_a_baseline_that_is_not_a_report_is_a_usage_error_naming_it(
+    project: Project, content: str | None, reason: str
+) -> None:
+    project.conftest("tests", tagged("good", "SandboxExecutor()", samples='"samples"'))
+    baseline = project.path / "old.json"
+    if content is not None:
+        baseline.write_text(content, encoding="utf-8")
+    run = project.run(f"--polyloop-baseline={baseline}")
+    assert run.ret == 4
+    assert f"--polyloop-baseline {baseline}: {reason}" in run.output
+    assert "Traceback" not in run.output

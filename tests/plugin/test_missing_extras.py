@@ -3,6 +3,9 @@ pytest; only --polyloop-conformance fails, with an install hint."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from tests.plugin._sandbox import SANDBOX_FLAGS, Project
@@ -62,3 +65,15 @@ def test_pytest_asyncio_not_installed_says_what_to_install(plain_project: Projec
     assert result.ret == 4
     assert "needs pytest-asyncio, which is not installed" in result.stderr.str()
     assert "pip install 'polyloop[testing]'" in result.stderr.str()
+
+
+def test_loading_the_plugin_imports_none_of_the_runtime_until_the_schema_is_asked_for() -> None:
+    probe = (
+        "import sys, pytest_polyloop.plugin\n"
+        "def loaded(): return sorted(m for m in sys.modules if m.split('.')[0] == 'polyloop')\n"
+        "print(loaded())\n"
+        "print(pytest_polyloop.SCHEMA, 'polyloop.report' in loaded())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "polyloop-conformance/1 True"]

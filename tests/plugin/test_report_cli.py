@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from polyloop import _report_cli
+from polyloop.cli import main
+from polyloop.cli._report import add_report_commands
 from tests.plugin._sandbox import ERROR_PROMISE, Project
 
 EXECUTOR = """\
@@ -49,7 +50,7 @@ def test_diff_lists_a_regression_and_exits_1(
     before_and_after: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     before, after = before_and_after
-    status = _report_cli.main(["report", "diff", str(before), str(after)])
+    status = main(["report", "diff", str(before), str(after)])
     out = capsys.readouterr().out
     assert status == 1
     assert f"regressed (held → violated): 1\n  executor  {ERROR_PROMISE}\n" in out
@@ -61,7 +62,7 @@ def test_diff_the_other_way_lists_recoveries_and_exits_0(
     before_and_after: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     before, after = before_and_after
-    status = _report_cli.main(["report", "diff", str(after), str(before)])
+    status = main(["report", "diff", str(after), str(before)])
     out = capsys.readouterr().out
     assert status == 0
     assert f"recovered: 1\n  executor  {ERROR_PROMISE}\n" in out
@@ -74,7 +75,7 @@ def test_report_file_renders_the_verdict_and_the_violation(
 ) -> None:
     _, after = before_and_after
     completed = subprocess.run(
-        [sys.executable, "-m", "polyloop._report_cli", "report", str(after)],
+        [sys.executable, "-m", "polyloop.cli", "report", str(after)],
         capture_output=True,
         text=True,
         check=False,
@@ -90,16 +91,16 @@ def test_a_file_that_is_not_a_report_exits_2_naming_it(
 ) -> None:
     not_report = tmp_path / "coverage.json"
     not_report.write_text('{"meta": {}}', encoding="utf-8")
-    assert _report_cli.main(["report", str(not_report)]) == 2
+    assert main(["report", str(not_report)]) == 2
     assert f"{not_report}: not a polyloop-conformance/1 report" in capsys.readouterr().err
-    assert _report_cli.main(["report", str(tmp_path / "missing.json")]) == 2
+    assert main(["report", str(tmp_path / "missing.json")]) == 2
     assert "missing.json: cannot read the report" in capsys.readouterr().err
-    assert _report_cli.main(["report", "diff", str(not_report)]) == 2
+    assert main(["report", "diff", str(not_report)]) == 2
 
 
-def test_the_report_cli_imports_only_the_standard_library() -> None:
+def test_the_report_format_imports_only_the_standard_library() -> None:
     probe = (
-        "import sys; import polyloop._report_cli; "
+        "import sys; import polyloop.report, polyloop.cli; "
         "print(sorted(m for m in ('pytest', 'hypothesis', 'pytest_polyloop', "
         "'polyloop.testing', 'jsonschema') if m in sys.modules))"
     )
@@ -117,7 +118,7 @@ def test_add_report_commands_plugs_into_another_parser(
     parser = argparse.ArgumentParser(prog="polyloop")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("runs")
-    _report_cli.add_report_commands(commands)
+    add_report_commands(commands)
     args = parser.parse_args(["report", "--markdown", str(before_and_after[1])])
     assert args.func(args) == 0
     assert "## polyloop conformance" in capsys.readouterr().out
@@ -139,10 +140,15 @@ def test_markdown_report_is_written_and_appended_to_the_step_summary(
     assert run.ret == 1
 
 
-def test_the_report_reader_knows_exactly_the_outcomes_the_plugin_writes() -> None:
-    # Two copies on purpose: polyloop._report_cli reads reports with the standard library only and
-    # must not import the plugin. This keeps them from drifting apart.
-    from polyloop import _report_cli
-    from pytest_polyloop import _outcomes
-
-    assert _report_cli.OUTCOMES == _outcomes.OUTCOMES
+@pytest.mark.parametrize(
+    "implementations",
+    ['"all"', '[{"promises": [{}]}]', '[{"id": "x", "promises": [{"id": 1, "outcome": "held"}]}]'],
+)
+def test_a_report_with_malformed_implementations_exits_2_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], implementations: str
+) -> None:
+    report = tmp_path / "report.json"
+    text = f'{{"schema": "polyloop-conformance/1", "implementations": {implementations}}}'
+    report.write_text(text, encoding="utf-8")
+    assert main(["report", "diff", str(report), str(report)]) == 2
+    assert f"polyloop report: {report}: " in capsys.readouterr().err

@@ -295,7 +295,6 @@ def test_the_cli_imports_only_the_standard_library() -> None:
 def test_the_report_command_is_dispatched_to_its_module(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("polyloop._report_cli")
     not_a_report = tmp_path / "report.json"
     not_a_report.write_text("[1, 2, 3]", encoding="utf-8")
 

@@ -1,8 +1,9 @@
 """What the report needs to know about each implementation, taken from the collected items.
 
-A *record* is plain JSON-ready data (it travels from xdist workers through ``workeroutput``):
-``{id, seam, fixture, source, suite_hash, catalogue: [{id, doc, kind}], waive, overridden,
-items: {nodeid: promise id}}``. Generated suites and hand-written subclasses both end up here.
+An *implementation entry* is plain JSON-ready data (it travels from xdist workers through
+``workeroutput``): ``{id, seam, fixture, source, suite_hash, catalogue: [{id, doc, kind}],
+waive, overridden, items: {nodeid: promise id}}``. Generated suites and hand-written
+subclasses both end up here.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ from pytest_polyloop._discovery import relative_path
 from pytest_polyloop._generate import implementation_of, is_generated
 from pytest_polyloop._registry import RegisteredSeam, SeamRegistry
 
-__all__ = ["ContractItem", "Records"]
+__all__ = ["ContractItem", "Implementations"]
 
 ContractItem = tuple[RegisteredSeam, str, str]  # seam, implementation id, promise id
 
 
-class Records:
-    """Implementation records keyed by implementation id (``id[param]`` when parametrised)."""
+class Implementations:
+    """Implementation entries keyed by implementation id (``id[param]`` when parametrised).
+
+    ("Record" is taken: it means a run-log record, and the ``records`` fixture's type bundle.)
+    """
 
     def __init__(
         self,
@@ -35,10 +39,10 @@ class Records:
         self._registry = registry
         self._suite_hash = suite_hash
         self._rootpath = rootpath
-        self._records: dict[str, dict[str, Any]] = {}
+        self._entries: dict[str, dict[str, Any]] = {}
 
     def identify(self, item: pytest.Item) -> ContractItem | None:
-        """The seam, implementation and promise of a contract item (recording it), or ``None``
+        """The seam, implementation and promise of a contract item (noting it), or ``None``
         for anything else: another test, or a test of a suite subclass that is no promise."""
         cls = getattr(item, "cls", None)
         registered = self._registry.suite_of(cls) if isinstance(cls, type) else None
@@ -55,11 +59,11 @@ class Records:
             base_id = parent.nodeid if parent is not None else item.nodeid
         callspec = getattr(item, "callspec", None)
         implementation_id = f"{base_id}[{callspec.id}]" if callspec is not None else base_id
-        record = self._records.get(implementation_id)
-        if record is None:
-            record = self._new(implementation_id, cls, registered)
-            self._records[implementation_id] = record
-        record["items"][item.nodeid] = spec.id
+        entry = self._entries.get(implementation_id)
+        if entry is None:
+            entry = self._new(implementation_id, cls, registered)
+            self._entries[implementation_id] = entry
+        entry["items"][item.nodeid] = spec.id
         return registered, implementation_id, spec.id
 
     def _new(
@@ -102,18 +106,18 @@ class Records:
         """Forget items that were deselected after identification (``-k``, ``-m``); an
         implementation left with no item is not judged at all."""
         running = set(nodeids)
-        for implementation_id in list(self._records):
-            record = self._records[implementation_id]
-            record["items"] = {n: p for n, p in record["items"].items() if n in running}
-            if not record["items"]:
-                del self._records[implementation_id]
+        for implementation_id in list(self._entries):
+            entry = self._entries[implementation_id]
+            entry["items"] = {n: p for n, p in entry["items"].items() if n in running}
+            if not entry["items"]:
+                del self._entries[implementation_id]
 
-    def merge(self, records: Iterable[dict[str, Any]]) -> None:
-        """Add records shipped by an xdist worker (each worker collected the same items)."""
-        for record in records:
-            merged = self._records.setdefault(record["id"], {**record, "items": {}})
-            merged["items"].update(record["items"])
+    def merge(self, entries: Iterable[dict[str, Any]]) -> None:
+        """Add entries shipped by an xdist worker (each worker collected the same items)."""
+        for entry in entries:
+            merged = self._entries.setdefault(entry["id"], {**entry, "items": {}})
+            merged["items"].update(entry["items"])
 
     def as_list(self) -> list[dict[str, Any]]:
-        """Every record, JSON-ready."""
-        return list(self._records.values())
+        """Every entry, JSON-ready."""
+        return list(self._entries.values())

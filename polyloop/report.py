@@ -1,36 +1,42 @@
-"""``polyloop report FILE`` and ``polyloop report diff OLD NEW``: read conformance reports.
+"""The conformance report format: one home for its schema, outcomes, reader and renderers.
 
-Standard library only: it reads the JSON that ``pytest --polyloop-conformance
---polyloop-report PATH.json`` wrote (schema ``polyloop-conformance/1``), so it works where
-neither pytest nor the test kit is installed. The same text renderer prints the plugin's
-terminal section. ``add_report_commands(subparsers)`` plugs both commands into the
-``polyloop`` console script; ``python -m polyloop._report_cli`` runs them standalone.
+``pytest --polyloop-conformance --polyloop-report PATH.json`` writes a report (schema
+``polyloop-conformance/1``, described by the shipped ``report.schema.json``); this module reads
+and checks one (:func:`load_report`), renders it as terminal text or Markdown and diffs two.
+Standard library only, so it works where neither pytest nor the test kit is installed: the
+plugin writes with it, ``polyloop report`` reads with it.
+
+>>> from polyloop.report import OUTCOMES, SCHEMA
+>>> SCHEMA, OUTCOMES[:2]
+('polyloop-conformance/1', ('held', 'violated'))
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 __all__ = [
+    "OUTCOMES",
+    "SCHEMA",
+    "Outcome",
     "ReportDiff",
     "ReportError",
-    "add_report_commands",
     "diff_reports",
     "load_report",
-    "main",
+    "outcomes_by_key",
+    "render_diff",
     "render_markdown",
     "render_text",
-    "run_report_command",
+    "schema",
 ]
 
 SCHEMA = "polyloop-conformance/1"
-OUTCOMES = (
+Outcome = Literal[
     "held",
     "violated",
     "unverifiable",
@@ -39,7 +45,9 @@ OUTCOMES = (
     "stale_waiver",
     "overridden",
     "pending",
-)
+]
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)  # the report's order, written once above
+Key = tuple[str, str]  # (implementation id, promise id)
 # The promises a reader must look at, in the order they are listed, with their headings.
 _ATTENTION = (
     ("violated", "violated"),
@@ -58,7 +66,14 @@ _VERDICT_TEXT = {
 
 
 class ReportError(Exception):
-    """A file is not a readable ``polyloop-conformance/1`` report."""
+    """A file is not a readable ``polyloop-conformance/1`` report; the message names the file."""
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of the report (``report.schema.json``, shipped beside this module)."""
+    text = resources.files("polyloop").joinpath("report.schema.json").read_text("utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
@@ -78,7 +93,39 @@ def load_report(path: str | Path) -> dict[str, Any]:
         for item in implementations
     ):
         raise ReportError(f"{path}: 'implementations' must be a list of objects with 'promises'")
+    if not all(_is_keyed(item, "id") for item in implementations) or not all(
+        _is_keyed(promise, "id", "outcome")
+        for item in implementations
+        for promise in item["promises"]
+    ):
+        raise ReportError(
+            f"{path}: each implementation needs an 'id' and each promise an 'id' and an 'outcome'"
+        )
     return data
+
+
+def _is_keyed(entry: object, *keys: str) -> bool:
+    """``entry`` is an object whose ``keys`` are strings (what diffs and baselines key on)."""
+    return isinstance(entry, dict) and all(isinstance(entry.get(key), str) for key in keys)
+
+
+def outcomes_by_key(report: Mapping[str, Any]) -> dict[Key, str]:
+    """``(implementation id, promise id) → outcome`` of every promise in ``report``."""
+    return {
+        (item["id"], promise["id"]): promise["outcome"]
+        for item in report.get("implementations", [])
+        for promise in item["promises"]
+    }
+
+
+def _attention(report: Mapping[str, Any], outcome: str) -> list[tuple[Any, Any]]:
+    """(implementation, promise) of every promise with ``outcome``, in report order."""
+    return [
+        (item, promise)
+        for item in report.get("implementations", [])
+        for promise in item["promises"]
+        if promise["outcome"] == outcome
+    ]
 
 
 def _counts_text(counts: Mapping[str, int]) -> str:
@@ -117,12 +164,7 @@ def render_text(report: Mapping[str, Any]) -> str:
         if not item["counts"].get("held"):
             lines.append(f"{'':<{width}}  no promise held: an empty contract never passes")
     for outcome, heading in _ATTENTION:
-        entries = [
-            (item, promise)
-            for item in implementations
-            for promise in item["promises"]
-            if promise["outcome"] == outcome
-        ]
+        entries = _attention(report, outcome)
         if not entries:
             continue
         lines += ["", f"{heading}:"]
@@ -178,12 +220,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             + " |"
         )
     for outcome, heading in _ATTENTION:
-        entries = [
-            (item, promise)
-            for item in report.get("implementations", [])
-            for promise in item["promises"]
-            if promise["outcome"] == outcome
-        ]
+        entries = _attention(report, outcome)
         if not entries:
             continue
         out += ["", f"### {heading}", ""]
@@ -199,9 +236,6 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-Key = tuple[str, str]
-
-
 @dataclass(frozen=True, slots=True)
 class ReportDiff:
     """What changed between two reports, keyed by (implementation id, promise id)."""
@@ -213,18 +247,10 @@ class ReportDiff:
     changed: list[tuple[Key, str, str]] = field(default_factory=list)
 
 
-def _outcomes_by_key(report: Mapping[str, Any]) -> dict[Key, str]:
-    return {
-        (item["id"], promise["id"]): promise["outcome"]
-        for item in report.get("implementations", [])
-        for promise in item["promises"]
-    }
-
-
 def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> ReportDiff:
     """Regressions (held → violated), recoveries (violated/pending → held), appeared and
     disappeared promises, and any other outcome change."""
-    before, after = _outcomes_by_key(old), _outcomes_by_key(new)
+    before, after = outcomes_by_key(old), outcomes_by_key(new)
     diff = ReportDiff()
     for key in sorted(before.keys() | after.keys()):
         was, now = before.get(key), after.get(key)
@@ -257,62 +283,3 @@ def render_diff(diff: ReportDiff, old: Mapping[str, Any], new: Mapping[str, Any]
         lines.append(f"{heading}: {len(entries)}")
         lines.extend(f"  {entry}" for entry in entries)
     return "\n".join(lines) + "\n"
-
-
-def add_report_commands(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``report FILE`` and ``report diff OLD NEW`` to an argparse subparsers object.
-
-    The handler is stored as the ``func`` default: ``args.func(args)`` returns the exit status
-    (0; 1 when ``diff`` finds a regression; 2 for a file that is not a report).
-    """
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "report",
-        help="show a conformance report, or diff two",
-        description="polyloop report FILE: show a conformance report (JSON from "
-        "pytest --polyloop-conformance --polyloop-report FILE). polyloop report diff OLD NEW: "
-        "list promises that regressed (held → violated), recovered, appeared and disappeared; "
-        "exit 1 on any regression.",
-    )
-    parser.add_argument(
-        "paths", nargs="+", metavar="FILE | diff OLD NEW", help="a report, or: diff OLD NEW"
-    )
-    parser.add_argument("--markdown", action="store_true", help="render FILE as Markdown")
-    parser.set_defaults(func=run_report_command, report_parser=parser)
-    return parser
-
-
-def run_report_command(args: argparse.Namespace) -> int:
-    """Run ``report`` from parsed arguments; return the exit status."""
-    paths: Sequence[str] = args.paths
-    try:
-        if paths[0] == "diff":
-            if len(paths) != 3:
-                print("usage: polyloop report diff OLD NEW", file=sys.stderr)
-                return 2
-            old, new = load_report(paths[1]), load_report(paths[2])
-            diff = diff_reports(old, new)
-            sys.stdout.write(render_diff(diff, old, new))
-            return 1 if diff.regressed else 0
-        if len(paths) != 1:
-            print("usage: polyloop report FILE  |  polyloop report diff OLD NEW", file=sys.stderr)
-            return 2
-        report = load_report(paths[0])
-    except ReportError as error:
-        print(f"polyloop report: {error}", file=sys.stderr)
-        return 2
-    sys.stdout.write(render_markdown(report) if args.markdown else render_text(report))
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m polyloop._report_cli report …``."""
-    parser = argparse.ArgumentParser(prog="polyloop")
-    subparsers = parser.add_subparsers(dest="command", required=True)
-    add_report_commands(subparsers)
-    args = parser.parse_args(argv)
-    status: int = args.func(args)
-    return status
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import sqlite3
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TextIO
 
 from polyloop._run_id import validate_run_id
+from polyloop.cli._demo import run_demo
+from polyloop.cli._report import add_report_commands
 from polyloop.errors import PolyloopError
 from polyloop.ports import RunStore
 from polyloop.stores import SQLiteStore, open_store
@@ -44,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "store"):  # not set_defaults: that would reach the shared action
         args.store = DEFAULT_STORE
     command = getattr(args, "func", None)
-    if command is not None:  # added by another module (`report`): func(args) -> exit status
+    if command is not None:  # `report` (cli/_report.py): func(args) -> exit status
         return int(command(args))
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
@@ -92,38 +93,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    runs = commands.add_parser(
-        "runs",
-        parents=[store_option],
-        help="list runs: id, start time, stop reason (or running), steps",
-        description="List the store's runs, oldest first.",
+    parsers = {}
+    for name, handler, summary, description in (  # name, handler, help, --help description
+        ("runs", _runs, "list runs: id, start time, stop reason (or running), steps",
+         "List the store's runs, oldest first."),
+        ("show", _show, "show one run's trajectory and stop reason",
+         "Show a run's trajectory, one line per step, then its stop reason."),
+        ("demo", _demo, "record a scripted demo run (no model needed) and show it",
+         "Run a scripted arithmetic agent against the store and show its trajectory."),
+    ):  # fmt: skip
+        parsers[name] = commands.add_parser(
+            name, parents=[store_option], help=summary, description=description
+        )
+        parsers[name].set_defaults(handler=handler)
+    parsers["show"].add_argument("run_id", metavar="RUN_ID")
+    parsers["demo"].add_argument(
+        "--run-id", default=None, help="the run id (default: a new uuid4 hex)"
     )
-    runs.set_defaults(handler=_runs)
-
-    show = commands.add_parser(
-        "show",
-        parents=[store_option],
-        help="show one run's trajectory and stop reason",
-        description="Show a run's trajectory, one line per step, then its stop reason.",
-    )
-    show.add_argument("run_id", metavar="RUN_ID")
-    show.set_defaults(handler=_show)
-
-    demo = commands.add_parser(
-        "demo",
-        parents=[store_option],
-        help="record a scripted demo run (no model needed) and show it",
-        description="Run a scripted arithmetic agent against the store and show its trajectory.",
-    )
-    demo.add_argument("--run-id", default=None, help="the run id (default: a new uuid4 hex)")
-    demo.set_defaults(handler=_demo)
-
-    try:  # `report` and `report diff` live with the conformance report code
-        report_cli = importlib.import_module("polyloop._report_cli")
-    except ImportError:  # that module (or what it needs) is absent: the commands are omitted
-        pass
-    else:
-        report_cli.add_report_commands(commands)
+    add_report_commands(commands)
     return parser
 
 
@@ -167,8 +154,6 @@ async def _show(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _demo(args: argparse.Namespace, out: TextIO) -> int:
-    from polyloop._demo import run_demo
-
     run_id = None if args.run_id is None else validate_run_id(args.run_id)
     store = open_store(args.store)
     try:
@@ -241,7 +226,3 @@ def _excerpt(text: str, limit: int) -> str:
     """One line: newlines shown as ``\\n``, at most ``limit`` characters (``...`` marks a cut)."""
     flat = text.replace("\r\n", "\n").replace("\n", "\\n").replace("\t", " ")
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-if __name__ == "__main__":
-    sys.exit(main())
