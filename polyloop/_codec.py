@@ -29,6 +29,7 @@ from polyloop.types import (
     StepRecord,
     StopReason,
     canonical_json,
+    usage_problem,
 )
 
 _SUPPORTED_MAJOR = "1"
@@ -122,8 +123,9 @@ def _check_version(where: str, version: object) -> str:
 def _decode_reply(data: object) -> ModelReply:
     d = _Decoder("model reply", data)
     usage = d.get("usage", _is_dict, "an object", default={})
-    if not all(isinstance(k, str) and _is_int(v) for k, v in usage.items()):
-        raise ValueError("malformed model reply: usage must map str to int")
+    problem = usage_problem(usage)
+    if problem is not None:
+        raise ValueError(f"malformed model reply: usage {problem}")
     return ModelReply(
         text=d.get("text", _is_str, "a str"),
         reasoning=d.get("reasoning", _is_str, "a str", default=""),

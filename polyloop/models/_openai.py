@@ -6,23 +6,24 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from polyloop.types import Message, ModelReply
+from polyloop.types import Message, ModelReply, is_usage_number
 
 _INSTALL_HINT = "OpenAIChatModel needs the openai client: pip install 'polyloop[openai]'"
 
 
-def _int_usage(usage: object) -> dict[str, int]:
-    """The integer counters of a usage object (nested details are flattened with a dot)."""
+def _numeric_usage(usage: object) -> dict[str, int | float]:
+    """The numbers of a usage object — token counts and a ``cost`` when the endpoint sends one
+    (nested details are flattened with a dot; anything else is dropped)."""
     if usage is None:
         return {}
     raw = usage.model_dump() if hasattr(usage, "model_dump") else dict(vars(usage))
-    flat: dict[str, int] = {}
+    flat: dict[str, int | float] = {}
     for key, value in raw.items():
-        if isinstance(value, int) and not isinstance(value, bool):
+        if is_usage_number(value):
             flat[key] = value
         elif isinstance(value, Mapping):
             for sub, inner in value.items():
-                if isinstance(inner, int) and not isinstance(inner, bool):
+                if is_usage_number(inner):
                     flat[f"{key}.{sub}"] = inner
     return flat
 
@@ -94,7 +95,7 @@ class OpenAIChatModel:
             text=message.content or "",
             reasoning=reasoning if isinstance(reasoning, str) else "",
             call_id=response.id or None,
-            usage=_int_usage(response.usage),
+            usage=_numeric_usage(response.usage),
         )
 
     def __repr__(self) -> str:

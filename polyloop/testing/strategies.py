@@ -74,6 +74,7 @@ __all__ = [
     "step_records",
     "texts",
     "timestamps",
+    "usage_numbers",
 ]
 
 MAX_INT = 2**63 - 1
@@ -197,14 +198,19 @@ def messages() -> st.SearchStrategy[Message]:
     )
 
 
+def usage_numbers() -> st.SearchStrategy[int | float]:
+    """What ``ModelReply.usage`` holds: token counts, and finite floats such as a cost."""
+    return st.one_of(counts(), st.floats(allow_nan=False, allow_infinity=False))
+
+
 def model_replies(*, max_text_size: int = _SHORT) -> st.SearchStrategy[ModelReply]:
-    """Any reply: nasty text and reasoning, ``call_id`` ``None`` or non-empty, usage counts."""
+    """Any reply: nasty text and reasoning, ``call_id`` ``None`` or non-empty, counts and costs."""
     return st.builds(
         ModelReply,
         text=texts(max_size=max_text_size),
         reasoning=texts(),
         call_id=st.one_of(st.none(), non_empty_texts()),
-        usage=st.dictionaries(texts(max_size=12), counts(), max_size=3),
+        usage=st.dictionaries(texts(max_size=12), usage_numbers(), max_size=3),
     )
 
 

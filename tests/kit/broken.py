@@ -261,10 +261,10 @@ class ReturnsRawText(ReferenceModel):
         return (await super().complete(messages)).text
 
 
-class UsageWithFloats(ReferenceModel):
+class UsageNotFinite(ReferenceModel):
     async def complete(self, messages: Any) -> ModelReply:
         reply = await super().complete(messages)
-        object.__setattr__(reply, "usage", {"total_tokens": 12.5})
+        object.__setattr__(reply, "usage", {"cost": float("nan")})  # floats are fine, NaN is not
         return reply
 
 
@@ -453,12 +453,12 @@ class SecondStartReplacesLog(MemoryStore):
 class AppendsAfterFinish(MemoryStore):
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         log = self._logs.get(run_id, [])
-        if log and log[-1].kind == "run_finished" and record.kind != "run_started":
+        if log and log[-1][1] == "run_finished" and record.kind != "run_started":
             if sequence != len(log):
                 from polyloop.errors import RunConflict
 
                 raise RunConflict("wrong sequence")
-            log.append(record)
+            log.append((sequence, record.kind, record.to_json()))
             return
         await super().append(run_id, record, sequence=sequence)
 

@@ -112,7 +112,7 @@ MATRIX: dict[str, SeamMatrix] = {
                 "returns_a_model_reply call_id_is_never_empty_string does_not_mutate_messages",
             ),
             _b(
-                "UsageWithFloats",
+                "UsageNotFinite",
                 "returns_a_model_reply call_id_is_never_empty_string does_not_mutate_messages",
             ),
             _b("ModelSwallowsCancellation", "cancellation_propagates"),
