@@ -12,6 +12,7 @@ in flight is never cut in half: it runs as its own task and cancellation waits f
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ from polyloop.types import (
     canonical_json,
     parameters_hash,
 )
+
+_log = logging.getLogger("polyloop")
 
 
 def utc_timestamp() -> str:
@@ -173,14 +176,27 @@ class _Driver:
         try:
             await self.seams.events.emit(event)
         except Exception:  # a delivery failure never interrupts the run; CancelledError passes
-            self.event_delivery_failures += 1
+            self._delivery_failed(event)
+
+    def _delivery_failed(self, event: Event) -> None:
+        """Count a failed delivery; the first of a run is logged with its exception."""
+        if self.event_delivery_failures == 0:
+            _log.warning(
+                "run %s: delivering event %d (%s) failed; later failures of this run are "
+                "only counted (RunResult.event_delivery_failures)",
+                self.run_id,
+                event.sequence,
+                event.record.kind,
+                exc_info=True,
+            )
+        self.event_delivery_failures += 1
 
     async def emit_best_effort(self, event: Event) -> None:
         """On the cancellation path: nothing the sink does may replace the CancelledError."""
         try:
             await self.seams.events.emit(event)
         except BaseException:
-            self.event_delivery_failures += 1
+            self._delivery_failed(event)
 
     async def finish_cancelled(self) -> None:
         """The cancellation path: one RunFinished(cancelled) if the run is started, unfinished."""
@@ -371,6 +387,31 @@ class _Driver:
             raise
 
 
+# Each seam and the methods the loop calls on it; checked before any I/O.
+_SEAM_METHODS = {
+    "model": ("complete",),
+    "parser": ("parse",),
+    "executor": ("execute",),
+    "store": ("append", "read_log"),
+    "events": ("emit",),
+}
+
+
+def _check_seams(*, defaults: tuple[str, ...] = ("events",), **seams: object) -> None:
+    """A missing or wrong seam is a ``TypeError`` naming it, before anything is written.
+
+    The seams named in ``defaults`` may be ``None`` (the caller supplies the default).
+    """
+    for name, seam in seams.items():
+        if seam is None and name in defaults:
+            continue
+        for method in _SEAM_METHODS[name]:
+            if not callable(getattr(seam, method, None)):
+                raise TypeError(
+                    f"{name} must have a callable {method}() (got {type(seam).__name__})"
+                )
+
+
 def _check_goal(goal: object) -> str:
     if not isinstance(goal, str):
         raise TypeError(f"goal must be a str, got {type(goal).__name__}")
@@ -400,6 +441,14 @@ async def run(
     goal = _check_goal(goal)
     if not isinstance(agent, AgentDefinition):
         raise TypeError(f"agent must be an AgentDefinition, got {type(agent).__name__}")
+    _check_seams(
+        model=model,
+        parser=parser,
+        executor=executor,
+        store=store,
+        events=events,
+        defaults=("store", "events"),
+    )
     store = MemoryStore() if store is None else store
     existing = await store.read_log(run_id)
     if existing.records:
@@ -455,6 +504,7 @@ async def resume(
     validate_run_id(run_id)
     if not isinstance(agent, AgentDefinition):
         raise TypeError(f"agent must be an AgentDefinition, got {type(agent).__name__}")
+    _check_seams(model=model, parser=parser, executor=executor, store=store, events=events)
     log = await store.read_log(run_id)
     if not log.records:
         raise RunNotFound(f"run {run_id!r} has no log in {store!r}")
@@ -497,7 +547,7 @@ async def _continue(driver: _Driver, log: RunLog, stop: StopReason | None) -> Ru
     if isinstance(last, RunStarted | ModelCallIntent):
         return await driver.iterate()  # A and B pass again: same counters, same history
     prompt_chars = _history.prompt_chars(driver.history)
-    reply = log.replies[-1].reply
+    reply = _logged_reply(driver.run_id, log)
     if isinstance(last, ModelReplied):
         stop = await driver.decide(reply, prompt_chars, time.monotonic())
     elif isinstance(last, ActionIntent):
@@ -515,6 +565,18 @@ async def _continue(driver: _Driver, log: RunLog, stop: StopReason | None) -> Ru
     if stop is not None:
         return await driver.finish(stop)
     return await driver.iterate()
+
+
+def _logged_reply(run_id: str, log: RunLog) -> ModelReply:
+    """The reply the log's last record acts on: the step's ``ModelReplied``, which must exist."""
+    last = log.records[-1]
+    step_index = getattr(last, "step_index", None)
+    if not log.replies or log.replies[-1].step_index != step_index:
+        raise StoreCorrupted(
+            f"run {run_id!r}, sequence {len(log.records) - 1}: {last.kind} for step "
+            f"{step_index} has no model_replied record before it"
+        )
+    return log.replies[-1].reply
 
 
 def _reparse_final_answer(driver: _Driver, log: RunLog) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sqlite3
 import sys
 from collections.abc import Callable, Coroutine, Sequence
@@ -241,6 +242,19 @@ def _step_summary(step: StepRecord, model_error: str | None) -> tuple[str, str]:
 
 
 def _excerpt(text: str, limit: int) -> str:
-    """One line: newlines shown as ``\\n``, at most ``limit`` characters (``...`` marks a cut)."""
-    flat = text.replace("\r\n", "\n").replace("\n", "\\n").replace("\t", " ")
+    """One line: newlines shown as ``\\n``, at most ``limit`` characters (``...`` marks a cut).
+
+    Model and tool text is untrusted: every other control character (C0, DEL, C1: ``\\x1b[2J``
+    would clear the screen, ``\\r`` overwrite the line) is shown escaped, never sent raw.
+    """
+    flat = _CONTROL.sub(_escaped, text.replace("\r\n", "\n").replace("\t", " "))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\r": "\\r"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    return _NAMED.get(char, f"\\x{ord(char):02x}")
