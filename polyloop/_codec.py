@@ -15,6 +15,7 @@ from typing import Any
 
 from polyloop.errors import SchemaVersionError
 from polyloop.types import (
+    MAX_NESTING,
     RECORD_TYPES,
     Action,
     ActionIntent,
@@ -46,15 +47,24 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return names
 
 
-def _jsonable(value: object) -> object:
+# The levels a record puts above user data (record, action or reply, its field): the encoder
+# accepts MAX_NESTING levels of user data below them, and refuses more with a ValueError.
+_RECORD_LEVELS = 3
+
+
+def _jsonable(value: object, depth: int = 0) -> object:
     if isinstance(value, str | int | bool | None):  # the common leaves first; an enum is a str
         return value.value if isinstance(value, enum.Enum) else value
+    if depth > MAX_NESTING + _RECORD_LEVELS:
+        raise ValueError(f"record is nested deeper than {MAX_NESTING} levels")
     if hasattr(value, "__dataclass_fields__"):
-        return {name: _jsonable(getattr(value, name)) for name in _field_names(type(value))}
+        return {
+            name: _jsonable(getattr(value, name), depth + 1) for name in _field_names(type(value))
+        }
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [_jsonable(v, depth + 1) for v in value]
     return value
 
 

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 from polyloop.tools import ToolRegistry
 
 __all__ = [
+    "MAX_NESTING",
     "SCHEMA_VERSION",
     "Action",
     "ActionIntent",
@@ -54,6 +55,27 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = "1.0"
+
+# How deep tool arguments may nest ({} is one level). One limit for the parser, Action and the
+# record encoder, far below where Python's recursion (JSON encoding and decoding) gives out.
+MAX_NESTING = 100
+
+
+def nested_deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` holds mappings and lists more than ``limit`` levels deep (no recursion)."""
+    pending: list[tuple[object, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth == limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
 
 
 def canonical_json(value: object) -> str:
@@ -170,6 +192,8 @@ class Action:
             raise ValueError(
                 f"Action.tool_args must be a mapping or None, got {type(self.tool_args).__name__}"
             )
+        if nested_deeper_than(self.tool_args, MAX_NESTING):
+            raise ValueError(f"Action.tool_args is nested deeper than {MAX_NESTING} levels")
         try:
             normalised = json.loads(canonical_json(dict(self.tool_args)))
         except (TypeError, ValueError) as exc:
