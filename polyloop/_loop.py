@@ -80,10 +80,6 @@ def _succeeded(task: asyncio.Future[None]) -> bool:
     return not task.cancelled() and task.exception() is None
 
 
-def _ms_since(start: float) -> int:
-    return int((time.monotonic() - start) * 1000)
-
-
 # What a step records of a model that raised: no text, no reasoning, no call id (SPEC §2).
 _NOTHING_SAID = ModelReply(text="")
 
@@ -124,6 +120,9 @@ class _Driver:
         self.counters = _stopping.Counters()
         self.final_answer: str | None = None
         self.event_delivery_failures = 0
+        # step_wall_ms: time spent in this step's model, parser and executor — not in the
+        # store or the sink (SPEC §2), so a slow sink cannot make a step look slow.
+        self.seam_seconds = 0.0
 
     @classmethod
     def from_log(
@@ -225,43 +224,46 @@ class _Driver:
     async def call_model(self, messages: list[Message], prompt_chars: int) -> StopReason | None:
         """C — intent, model call; a failure is recorded as a step and stops ``llm_error``."""
         step_index = len(self.steps)
-        started = time.monotonic()
+        self.seam_seconds = 0.0
         await self.append(ModelCallIntent(step_index=step_index, prompt_chars=prompt_chars))
+        started = time.monotonic()
         try:
             reply = await self.seams.model.complete(messages)
         except Exception as exc:  # CancelledError is not an Exception: it propagates
-            step = self._step(None, prompt_chars, started)
+            self.seam_seconds += time.monotonic() - started
+            step = self._step(None, prompt_chars)
             return await self.record(step, model_error=f"{type(exc).__name__}: {exc}")
         if not isinstance(reply, ModelReply):
             raise TypeError(
                 f"ModelClient.complete must return a ModelReply, got {type(reply).__name__}"
             )
+        self.seam_seconds += time.monotonic() - started
         await self.append(ModelReplied(step_index=step_index, reply=reply))
-        return await self.decide(reply, prompt_chars, started)
+        return await self.decide(reply, prompt_chars)
 
-    async def decide(
-        self, reply: ModelReply, prompt_chars: int, started: float
-    ) -> StopReason | None:
+    async def decide(self, reply: ModelReply, prompt_chars: int) -> StopReason | None:
         """D, E, F — parse, then record an invalid decision or a final answer, or act."""
+        started = time.monotonic()
         decision = self.seams.parser.parse(reply)
+        self.seam_seconds += time.monotonic() - started
         if isinstance(decision, InvalidDecision):
-            return await self.record(self._step(reply, prompt_chars, started, error=decision))
+            return await self.record(self._step(reply, prompt_chars, error=decision))
         if isinstance(decision, FinalAnswer):
             self.final_answer = decision.text
-            return await self.record(self._step(reply, prompt_chars, started))
+            return await self.record(self._step(reply, prompt_chars))
         if isinstance(decision, Action):
             await self.append(ActionIntent(step_index=len(self.steps), action=decision))
-            return await self.act(reply, decision, prompt_chars, started)
+            return await self.act(reply, decision, prompt_chars)
         raise TypeError(
             "DecisionParser.parse must return Action, FinalAnswer or InvalidDecision, "
             f"got {type(decision).__name__}"
         )
 
-    async def act(
-        self, reply: ModelReply, action: Action, prompt_chars: int, started: float
-    ) -> StopReason | None:
+    async def act(self, reply: ModelReply, action: Action, prompt_chars: int) -> StopReason | None:
         """F — execute (the intent is already logged) and record the step unconditionally."""
+        started = time.monotonic()
         outcome = await self.seams.executor.execute(action)
+        self.seam_seconds += time.monotonic() - started
         if not isinstance(outcome, ActionOutcome) or not isinstance(outcome.status, ActionStatus):
             raise TypeError(
                 "ActionExecutor.execute must return an ActionOutcome with an ActionStatus, "
@@ -272,9 +274,7 @@ class _Driver:
             ActionStatus.NOT_EXECUTED: synthetic.not_executed,
             ActionStatus.ENV_ERROR: synthetic.env_error,
         }.get(outcome.status)
-        step = self._step(
-            reply, prompt_chars, started, action=action, outcome=outcome, synthetic=replaced
-        )
+        step = self._step(reply, prompt_chars, action=action, outcome=outcome, synthetic=replaced)
         # The executor's own text is kept for audit only when the library replaced it.
         return await self.record(
             step, executor_observation=outcome.observation if replaced is not None else None
@@ -284,7 +284,6 @@ class _Driver:
         self,
         reply: ModelReply | None,
         prompt_chars: int,
-        started: float,
         *,
         error: InvalidDecision | None = None,
         action: Action | None = None,
@@ -312,7 +311,7 @@ class _Driver:
             observation_truncated_chars=truncated,
             prompt_chars=prompt_chars,
             llm_call_id=said.call_id,
-            step_wall_ms=_ms_since(started),
+            step_wall_ms=int(self.seam_seconds * 1000),
             tool_name=action.tool_name if action is not None else None,
             tool_args_json=(
                 canonical_json(dict(action.tool_args))
@@ -549,7 +548,7 @@ async def _continue(driver: _Driver, log: RunLog, stop: StopReason | None) -> Ru
     prompt_chars = _history.prompt_chars(driver.history)
     reply = _logged_reply(driver.run_id, log)
     if isinstance(last, ModelReplied):
-        stop = await driver.decide(reply, prompt_chars, time.monotonic())
+        stop = await driver.decide(reply, prompt_chars)
     elif isinstance(last, ActionIntent):
         agent = driver.agent
         action = last.action
@@ -561,7 +560,7 @@ async def _continue(driver: _Driver, log: RunLog, stop: StopReason | None) -> Ru
         if not allowed:
             return await driver.finish(StopReason.RESUME_STATE_UNKNOWN)
         await driver.append(ActionIntent(step_index=last.step_index, action=action))
-        stop = await driver.act(reply, action, prompt_chars, time.monotonic())
+        stop = await driver.act(reply, action, prompt_chars)
     if stop is not None:
         return await driver.finish(stop)
     return await driver.iterate()

@@ -36,7 +36,7 @@ class OpenAIChatModel:
     sends none or an empty one — never ``""``). ``reasoning`` is taken from a
     ``reasoning_content`` or ``reasoning`` field when the endpoint sends one. The client is
     created lazily, per event loop, so one model object can serve successive ``asyncio.run``
-    calls. ``messages`` is never mutated.
+    calls; ``aclose()`` (or ``async with``) closes it. ``messages`` is never mutated.
     """
 
     def __init__(
@@ -69,6 +69,7 @@ class OpenAIChatModel:
         if self._client is None or self._loop is not loop:
             from openai import AsyncOpenAI
 
+            # A client of an earlier loop cannot be closed from this one: it is dropped.
             self._client = AsyncOpenAI(
                 base_url=self.base_url,
                 api_key=self.api_key,
@@ -97,6 +98,20 @@ class OpenAIChatModel:
             call_id=response.id or None,
             usage=_numeric_usage(response.usage),
         )
+
+    async def aclose(self) -> None:
+        """Close the client of the running event loop. The model may be used again (it makes a
+        new client); a client left from an earlier, finished loop is dropped, not closed."""
+        client, loop = self._client, self._loop
+        self._client, self._loop = None, None
+        if client is not None and loop is asyncio.get_running_loop():
+            await client.close()
+
+    async def __aenter__(self) -> OpenAIChatModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model!r}, base_url={self.base_url!r})"

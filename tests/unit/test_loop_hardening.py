@@ -189,3 +189,40 @@ async def test_reopening_a_sqlite_store_keeps_one_finalizer(tmp_path: Path) -> N
 
     assert _finalizers_of(store) == 1
     await store.aclose()
+
+
+# --------------------------------------------------------------------------- step_wall_ms
+
+
+class _SlowSink:
+    async def emit(self, event: Event) -> None:
+        await asyncio.sleep(0.2)
+
+
+class _SlowStore(MemoryStore):
+    async def append(self, run_id: str, record: Any, *, sequence: int) -> None:
+        await asyncio.sleep(0.2)
+        await super().append(run_id, record, sequence=sequence)
+
+
+class _SlowModel:
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def complete(self, messages: Any) -> Any:
+        await asyncio.sleep(0.05)
+        return await self.inner.complete(messages)
+
+
+@pytest.mark.asyncio
+async def test_step_wall_ms_counts_model_parse_and_execute_not_the_store_or_the_sink() -> None:
+    seams = script(act(), final())
+    seams_kwargs = {**seams.kwargs(), "model": _SlowModel(seams.model)}
+
+    result = await polyloop.run(
+        agent(), "goal", store=_SlowStore(), events=_SlowSink(), **seams_kwargs
+    )
+
+    # Each step waited 0.6 s or more on the store and 0.6 s on the sink before it was
+    # recorded; what it reports is its 0.05 s model call plus the (instant) parse and action.
+    assert [50 <= step.step_wall_ms < 200 for step in result.steps] == [True, True]
