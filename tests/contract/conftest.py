@@ -2,6 +2,7 @@
 
 PostgresStore joins the run only where it can be judged: with PostgreSQL's binaries and psycopg
 installed, or always in CI (where the session fixture then fails loudly if they are missing).
+OpenTelemetrySink likewise needs the ``otel`` extra (in CI a missing extra fails the import).
 Elsewhere it is left out of collection with a warning instead of being collected and skipped:
 an implementation whose every promise was skipped makes the verdict ``incomplete``, and the main
 job must pass on a fresh machine that has only the embedded default store.
@@ -27,5 +28,12 @@ if not _in_ci():
         warnings.warn(
             "PostgresStore is not judged in this conformance run: it needs "
             + " and ".join(missing),
+            stacklevel=1,
+        )
+    if importlib.util.find_spec("opentelemetry.sdk") is None:
+        collect_ignore.append("test_otel_sink_contract.py")
+        warnings.warn(
+            "OpenTelemetrySink is not judged in this conformance run: it needs "
+            "opentelemetry-sdk (pip install 'polyloop[otel]')",
             stacklevel=1,
         )
