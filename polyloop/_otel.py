@@ -98,9 +98,22 @@ def _plain(value: object) -> AttributeValue | None:
     return None
 
 
-def _step_attributes(step: StepRecord) -> dict[str, AttributeValue]:
-    values = {f.name: _plain(getattr(step, f.name)) for f in fields(step)}
-    return {f"polyloop.step.{k}": v for k, v in values.items() if v is not None}
+def _step_attributes(completed: StepCompleted) -> dict[str, AttributeValue]:
+    """Every step-record field (``None`` left out), plus the two texts beside the record."""
+    step = completed.step
+    values = {f"polyloop.step.{f.name}": _plain(getattr(step, f.name)) for f in fields(step)}
+    values["polyloop.executor_observation"] = completed.executor_observation
+    values["polyloop.model_error"] = completed.model_error
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _outcome_attributes(step: StepRecord) -> dict[str, AttributeValue]:
+    outcome: dict[str, AttributeValue] = {
+        "polyloop.env_reported_completion": step.env_reported_completion
+    }
+    if step.action_status is not None:
+        outcome["polyloop.action_status"] = step.action_status.value
+    return outcome
 
 
 def _token_count(usage: Mapping[str, int], keys: tuple[str, ...]) -> int | None:
@@ -131,12 +144,21 @@ def _budget_attributes(parameters: object) -> dict[str, AttributeValue]:
     }
 
 
-def _action_error(completed: StepCompleted) -> str | None:
+def _step_failure(completed: StepCompleted) -> tuple[str, str] | None:
+    """``(description, error.type)`` of a step that failed: the model raised, or the action
+    was not executed or met a broken environment."""
+    if completed.model_error is not None:
+        return completed.model_error, completed.model_error.split(":", 1)[0] or "error"
     status = completed.step.action_status
-    if status not in _FAILED_ACTIONS:
+    if status is None or status not in _FAILED_ACTIONS:
         return None
-    assert status is not None
-    return completed.executor_observation or f"action {status.value}"
+    return completed.executor_observation or f"action {status.value}", status.value
+
+
+def _end(span: Span, failure: tuple[str, str] | None) -> None:
+    if failure is not None:
+        _fail(span, *failure)
+    span.end()
 
 
 def _fail(span: Span, description: str, error_type: str) -> None:
@@ -171,6 +193,11 @@ class OpenTelemetrySink:
     def __init__(self, tracer_provider: trace.TracerProvider | None = None) -> None:
         if not _OTEL_INSTALLED:
             raise ImportError(_INSTALL_HINT)
+        if tracer_provider is not None and not isinstance(tracer_provider, trace.TracerProvider):
+            raise TypeError(
+                "tracer_provider must be an opentelemetry.trace.TracerProvider or None, "
+                f"got {type(tracer_provider).__name__}"
+            )
         self.tracer_provider = tracer_provider
         self._tracer = trace.get_tracer(_INSTRUMENTATION, tracer_provider=tracer_provider)
         self._runs: dict[str, _RunSpans] = {}
@@ -302,37 +329,19 @@ class OpenTelemetrySink:
         )
 
     def _complete_step(self, spans: _RunSpans, completed: StepCompleted) -> None:
-        step = completed.step
-        index = step.step_index
+        index = completed.step.step_index
         step_span = self._step(spans, index)
+        failure = _step_failure(completed)
         chat = spans.chats.pop(index, None)
-        if chat is not None:
-            if completed.model_error is not None:
-                _fail(chat, completed.model_error, _error_type(completed.model_error))
-            chat.end()
+        if chat is not None:  # still open when the model raised (llm_error)
+            _end(chat, failure if completed.model_error is not None else None)
         tool = spans.tools.pop(index, None)
         if tool is not None:
-            self._end_tool(tool, completed)
+            tool.set_attributes(_outcome_attributes(completed.step))
+            _end(tool, failure)
         del spans.steps[index]
-        step_span.set_attributes(_step_attributes(step))
-        if completed.executor_observation is not None:
-            step_span.set_attribute("polyloop.executor_observation", completed.executor_observation)
-        if completed.model_error is not None:
-            step_span.set_attribute("polyloop.model_error", completed.model_error)
-            _fail(step_span, completed.model_error, _error_type(completed.model_error))
-        elif (action_error := _action_error(completed)) is not None:
-            _fail(step_span, action_error, str(step.action_status))
-        step_span.end()
-
-    @staticmethod
-    def _end_tool(tool: Span, completed: StepCompleted) -> None:
-        step = completed.step
-        if step.action_status is not None:
-            tool.set_attribute("polyloop.action_status", step.action_status.value)
-        tool.set_attribute("polyloop.env_reported_completion", step.env_reported_completion)
-        if (action_error := _action_error(completed)) is not None:
-            _fail(tool, action_error, str(step.action_status))
-        tool.end()
+        step_span.set_attributes(_step_attributes(completed))
+        _end(step_span, failure)
 
     def _finish_run(self, spans: _RunSpans, record: RunFinished) -> None:
         stop = record.stop_reason
@@ -360,8 +369,3 @@ def _interrupt(span: Span | None, why: str) -> None:
     if span is not None:
         _fail(span, f"interrupted: {why}", "interrupted")
         span.end()
-
-
-def _error_type(model_error: str) -> str:
-    """``"ExcType: message"`` → ``"ExcType"``."""
-    return model_error.split(":", 1)[0] or "error"

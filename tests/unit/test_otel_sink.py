@@ -599,6 +599,12 @@ async def test_a_run_id_started_again_closes_what_the_first_start_left_open():
     ]
 
 
+@pytest.mark.parametrize("provider", ["http://collector:4317", object(), InMemorySpanExporter()])
+def test_a_tracer_provider_that_is_not_one_is_a_type_error_naming_the_argument(provider: object):
+    with pytest.raises(TypeError, match="tracer_provider must be an opentelemetry"):
+        OpenTelemetrySink(provider)  # type: ignore[arg-type]
+
+
 def test_the_trace_id_is_32_hex_digits_derived_from_the_run_id_alone():
     assert OpenTelemetrySink.trace_id("a") == OpenTelemetrySink.trace_id("a")
     assert OpenTelemetrySink.trace_id("a") != OpenTelemetrySink.trace_id("b")
