@@ -2,9 +2,9 @@
 
 PostgresStore joins the run only where it can be judged: with PostgreSQL's binaries and psycopg
 installed, or always in CI (where the session fixture then fails loudly if they are missing).
-MCPExecutor likewise joins where the ``mcp`` extra is installed, or always in CI (where a missing
-SDK fails the module).
-Elsewhere it is left out of collection with a warning instead of being collected and skipped:
+MCPExecutor and OpenTelemetrySink likewise join where their extra (``mcp``, ``otel``) is
+installed, or always in CI (where a missing extra fails the module).
+Elsewhere each is left out of collection with a warning instead of being collected and skipped:
 an implementation whose every promise was skipped makes the verdict ``incomplete``, and the main
 job must pass on a fresh machine that has only the embedded default store.
 """
@@ -38,5 +38,12 @@ if not in_ci():
         warnings.warn(
             "MCPExecutor is not judged in this conformance run: it needs the MCP SDK "
             "(pip install 'polyloop[mcp]')",
+            stacklevel=1,
+        )
+    if importlib.util.find_spec("opentelemetry.sdk") is None:
+        collect_ignore.append("test_otel_sink_contract.py")
+        warnings.warn(
+            "OpenTelemetrySink is not judged in this conformance run: it needs "
+            "opentelemetry-sdk (pip install 'polyloop[otel]')",
             stacklevel=1,
         )
