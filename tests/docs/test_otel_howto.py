@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.conftest import _in_ci
+from polyloop.testing._base import in_ci
 from tests.docs.test_docs_examples import ROOT, python_blocks, run_blocks
 
 PAGE = ROOT / "docs" / "how-to" / "trace-with-opentelemetry.md"
@@ -20,7 +20,7 @@ def shown_output(text: str) -> list[str]:
 
 
 def test_the_otel_howto_example_prints_the_span_tree_the_page_shows() -> None:
-    if importlib.util.find_spec("opentelemetry.sdk") is None and not _in_ci():
+    if importlib.util.find_spec("opentelemetry.sdk") is None and not in_ci():
         pytest.skip("needs the otel extra: pip install 'polyloop[otel]'")
     blocks = python_blocks(PAGE)
     assert len(blocks) == 2

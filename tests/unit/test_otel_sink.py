@@ -33,7 +33,7 @@ from polyloop import (
 )
 from polyloop.models import ScriptedModel
 from polyloop.stores import MemoryStore
-from tests.conftest import _in_ci
+from polyloop.testing._base import in_ci
 from tests.unit._doubles import (
     GOAL,
     Crash,
@@ -47,7 +47,7 @@ from tests.unit._doubles import (
     script,
 )
 
-if importlib.util.find_spec("opentelemetry.sdk") is None and not _in_ci():
+if importlib.util.find_spec("opentelemetry.sdk") is None and not in_ci():
     pytest.skip("needs the otel extra: pip install 'polyloop[otel]'", allow_module_level=True)
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
