@@ -40,6 +40,7 @@ pytest.register_assert_rewrite(
     "polyloop.testing._event_sink",
     "polyloop.testing._run_store",
     "polyloop.testing._cancel",
+    "polyloop.testing._durability",
 )
 
 from polyloop.testing import strategies  # noqa: E402
@@ -57,9 +58,15 @@ from polyloop.testing._decision_parser import DecisionParserContract  # noqa: E4
 from polyloop.testing._event_sink import EventSinkContract  # noqa: E402
 from polyloop.testing._model_client import ModelClientContract  # noqa: E402
 from polyloop.testing._run_store import RunStoreContract  # noqa: E402
-from polyloop.testing._samples import ActionSamples, ModelSamples, ParserSamples  # noqa: E402
+from polyloop.testing._samples import (  # noqa: E402
+    ActionSamples,
+    ModelSamples,
+    ParserSamples,
+    StoreSamples,
+)
 from polyloop.testing._skips import (  # noqa: E402
     ContractSkip,
+    kept_by_polyloop,
     not_applicable,
     parse_skip_reason,
     unverifiable,
@@ -92,7 +99,9 @@ __all__ = [
     "PromiseSpec",
     "RecordTypes",
     "RunStoreContract",
+    "StoreSamples",
     "bounded_settings",
+    "kept_by_polyloop",
     "not_applicable",
     "parse_skip_reason",
     "strategies",

@@ -1,0 +1,58 @@
+"""``model_client.failure_is_an_exception``: each endpoint failure must come out as an exception.
+
+Every failure of :data:`~polyloop.testing._misbehaving_http.FAILURES` gets a fresh client from
+the implementer's factory, all at once (the promise costs one ``failure_bound_s``, not five);
+a ``complete()`` that returns, or that is still running when the bound is over, is a problem.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from polyloop.testing._misbehaving_http import FAILURES, misbehaving_endpoint
+from polyloop.testing._shapes import short
+from polyloop.types import Message
+
+__all__ = ["failure_problems"]
+
+
+async def _one_failure(
+    factory: Callable[[str], Any], base_url: str, bound_s: float, messages: list[Message]
+) -> str | None:
+    failure = base_url.rsplit("/", 2)[-2]
+    what = f"against an endpoint that {FAILURES[failure]} ({failure})"
+    client = factory(base_url)
+    try:
+        async with asyncio.timeout(bound_s) as budget:
+            reply = await client.complete(list(messages))
+    except Exception as error:
+        if isinstance(error, TimeoutError) and budget.expired():
+            return f"{what}: complete() was still running after failure_bound_s={bound_s:g} s"
+        return None
+    finally:
+        await _close(client)
+    return f"{what}: complete() returned {short(reply)} instead of raising"
+
+
+async def _close(client: Any) -> None:
+    close = getattr(client, "aclose", None) or getattr(client, "close", None)
+    if callable(close):
+        result = close()
+        if asyncio.iscoroutine(result):
+            await result
+
+
+async def failure_problems(
+    factory: Callable[[str], Any], bound_s: float, messages: list[Message]
+) -> list[str]:
+    """One line per endpoint failure that ``complete()`` did not raise on within the bound."""
+    async with misbehaving_endpoint() as root:
+        results = await asyncio.gather(
+            *(
+                _one_failure(factory, f"{root}/{failure}/v1", bound_s, messages)
+                for failure in FAILURES
+            )
+        )
+    return [problem for problem in results if problem is not None]
