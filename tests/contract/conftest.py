@@ -1,5 +1,8 @@
 """The bundled implementations' conformance run (the README's main job).
 
+OpenAIChatModel joins the run where the ``openai`` extra is installed (always in CI); without it
+it is left out the same way, with a warning.
+
 PostgresStore joins the run only where it can be judged: with PostgreSQL's binaries and psycopg
 installed, or always in CI (where the session fixture then fails loudly if they are missing).
 Elsewhere it is left out of collection with a warning instead of being collected and skipped:
@@ -29,3 +32,11 @@ if not _in_ci():
             + " and ".join(missing),
             stacklevel=1,
         )
+
+if not _in_ci() and importlib.util.find_spec("openai") is None:
+    collect_ignore.append("test_openai_model_contract.py")
+    warnings.warn(
+        "OpenAIChatModel is not judged in this conformance run: it needs the openai extra "
+        "(pip install 'polyloop[openai]')",
+        stacklevel=1,
+    )
