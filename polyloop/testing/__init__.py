@@ -15,8 +15,10 @@ your implementation::
 Needs the ``testing`` extra (pytest, pytest-asyncio, hypothesis): ``pip install
 polyloop[testing]``. The runtime core never imports this package.
 
-Public surface: the five suites and :class:`ContractBase`; the samples types; the skip helpers
-:func:`unverifiable` / :func:`not_applicable` and :class:`ContractSkip`; the catalogue interface
+Public surface: the five suites and :class:`ContractBase`; the samples types (the optional
+:class:`StoreSamples` and the optional fields of the others turn the failure promises on); the
+skip helpers :func:`unverifiable` / :func:`not_applicable` / :func:`kept_by_polyloop` and
+:class:`ContractSkip`; the catalogue interface
 :class:`PromiseSpec`, :func:`suite_hash`, :data:`BUILTIN_SUITES`, :data:`KIT_VERSION`; and the
 Hypothesis strategies in :mod:`polyloop.testing.strategies`.
 """

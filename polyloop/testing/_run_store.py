@@ -164,6 +164,7 @@ class RunStoreContract(ContractBase):
 
     seam = "run_store"
     samples_fixture = None
+    optional_samples_fixture = "store_samples"
 
     @pytest.fixture
     def store_samples(self) -> StoreSamples | None:

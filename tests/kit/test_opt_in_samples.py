@@ -204,3 +204,24 @@ def test_the_reference_pages_complete_opt_in_example_checks_every_opt_in(
         "test_status_trigger_conditions",
         "test_failure_is_a_return_value",
     } <= passed
+
+
+def test_without_store_samples_the_crash_promises_say_which_fixture_turns_them_on(
+    pytester: pytest.Pytester,
+) -> None:
+    from polyloop.testing import RunStoreContract
+
+    assert RunStoreContract.optional_samples_fixture == "store_samples"
+    body = (
+        "class TestMine(testing.RunStoreContract):\n"
+        "    @pytest.fixture\n"
+        "    def run_store(self):\n"
+        "        return broken.MemoryStore()\n"
+    )
+    outcomes = run_sandbox(pytester, body, "-k", "atomic_append or prefix_durability")
+    assert len(outcomes) == 2
+    for outcome in outcomes.values():
+        parts = parse_skip_reason(outcome.longrepr) or {}
+        assert parts.get("outcome") == "unverifiable", outcome.longrepr
+        assert "override the `store_samples` fixture" in parts["verify_yourself"]
+        assert "StoreSamples(factory='package.module:callable')" in parts["verify_yourself"]
