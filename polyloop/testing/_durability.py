@@ -204,7 +204,13 @@ async def run_crash_probe(factory: str, directory: Path) -> CrashFindings:
         for number, (kill, run_ids) in enumerate(zip(SCHEDULE, rounds, strict=True), start=1):
             acks = await _kill_on_schedule(writers[number - 1], kill)
             at = f"round {number} (killed at {kill[1]:g} {'acks' if kill[0] == 'acks' else 's'})"
-            store = await open_store(open_factory, directory)
+            try:
+                store = await open_store(open_factory, directory)
+            except Exception as error:  # e.g. StoreCorrupted: the kill broke the whole store
+                problem = f"{at}: reopening the store raised {type(error).__name__}: {error}"
+                findings.atomicity.append(problem)
+                findings.durability.append(problem)
+                continue
             try:
                 await _check_round(store, run_ids, acks, findings, at)
             finally:

@@ -148,6 +148,12 @@ async def _probe(factory: str) -> CrashFindings:
         pytest.fail(f"the crash probe could not run: {error}", pytrace=False)
 
 
+def _summary(problems: list[str], findings: CrashFindings) -> str:
+    shown = "\n".join(problems[:5])
+    more = f"\n… and {len(problems) - 5} more" if len(problems) > 5 else ""
+    return f"{shown}{more}\n({findings.acknowledged} acknowledged appends over the rounds)"
+
+
 def _assert_log_is(log: RunLog, expected: Sequence[Record], what: str) -> None:
     found = mismatch(tuple(expected), log.records, "records")
     assert found is None, f"{what}: {found}"
@@ -383,7 +389,7 @@ class RunStoreContract(ContractBase):
         """
         factory = _factory_or_skip(store_samples, _ATOMIC)
         findings = await _probe(factory)
-        assert not findings.atomicity, "\n".join(findings.atomicity)
+        assert not findings.atomicity, _summary(findings.atomicity, findings)
 
     async def test_prefix_durability(self, run_store: RunStore, store_samples: object) -> None:
         """After a crash the log is a prefix of what was appended: a returned append is durable.
@@ -399,4 +405,4 @@ class RunStoreContract(ContractBase):
             problems = await reopen_problems(_load(factory), Path(directory))
         assert not problems, "\n".join(problems)
         findings = await _probe(factory)
-        assert not findings.durability, "\n".join(findings.durability)
+        assert not findings.durability, _summary(findings.durability, findings)

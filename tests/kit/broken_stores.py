@@ -39,9 +39,10 @@ def _refusal(run_id: str, log: list[Record], record: Record, sequence: int) -> E
 
 
 class LineFileStore:
-    """Correct: one file per run, one line per record, each line one ``os.write`` on an
-    ``O_APPEND`` descriptor (it survives a killed process; power loss would also need fsync).
-    Reads decode every line, so a torn line would show as an error."""
+    """Correct: one file per run, one line per record. A record is committed by its newline: a
+    write can be cut short by a kill (even a single ``os.write``, one page at a time), so a
+    last line without one is an append that never returned — ignored, and truncated away by
+    the next append."""
 
     def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
@@ -50,18 +51,23 @@ class LineFileStore:
         validate_run_id(run_id)
         return self.directory / f"{run_id}.jsonl"
 
-    def _on_disk(self, run_id: str) -> list[Record]:
+    def _committed(self, run_id: str) -> bytes:
         path = self._path(run_id)
-        if not path.exists():
-            return []
-        return [record_from_json(line) for line in path.read_text("utf-8").split("\n") if line]
+        data = path.read_bytes() if path.exists() else b""
+        return data[: data.rfind(b"\n") + 1]
+
+    def _on_disk(self, run_id: str) -> list[Record]:
+        text = self._committed(run_id).decode("utf-8")
+        return [record_from_json(line) for line in text.split("\n") if line]
 
     def _read(self, run_id: str) -> list[Record]:
         return self._on_disk(run_id)
 
     async def _write(self, run_id: str, line: bytes) -> None:
+        committed = len(self._committed(run_id))
         descriptor = os.open(self._path(run_id), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
+            os.ftruncate(descriptor, committed)
             os.write(descriptor, line)
         finally:
             os.close(descriptor)
@@ -80,8 +86,13 @@ class LineFileStore:
 
 
 class NonAtomicAppend(LineFileStore):
-    """Writes each line in two halves with a pause between: a kill in the pause leaves half a
-    record on disk (the pause makes the kill land there every time)."""
+    """The naive line store: reads every line as a record and writes each line in two halves
+    with a pause between, so a kill in the pause leaves half a record that the next read
+    chokes on (the pause makes the kill land there every time)."""
+
+    def _committed(self, run_id: str) -> bytes:
+        path = self._path(run_id)
+        return path.read_bytes() if path.exists() else b""
 
     async def _write(self, run_id: str, line: bytes) -> None:
         half = len(line) // 2
