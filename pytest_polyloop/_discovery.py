@@ -169,7 +169,7 @@ def implementation_from_tag(
             id=implementation_id,
             seam=tag.seam,
             fixture=tagged.fixture,
-            samples=tag.samples if registered.samples_fixture is not None else None,
+            samples=tag.samples if registered.samples_target is not None else None,
             waive=waive,
             loop_scope=tag.loop_scope or "function",
             source=tagged.source,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 from polyloop import (
@@ -82,17 +83,22 @@ class JsonLinesStore:
         validate_run_id(run_id)  # never let a run id become a path like ../x
         return self.directory / f"{run_id}.jsonl"
 
-    def _read(self, run_id: str) -> list[Record]:
+    def _committed(self, run_id: str) -> bytes:
+        # A last line without its newline is an append a crash cut off: it never returned, so
+        # it is not part of the log (the crash promises caught the version that read it).
         path = self._path(run_id)
-        if not path.exists():
-            return []
+        data = path.read_bytes() if path.exists() else b""
+        return data[: data.rfind(b"\n") + 1]
+
+    def _read(self, run_id: str) -> list[Record]:
         # split("\n"), not splitlines(): JSON text may hold U+2028 or \x1c, which
         # splitlines() also treats as line ends (the round-trip promise caught exactly that).
-        lines = path.read_text("utf-8").split("\n")
+        lines = self._committed(run_id).decode("utf-8").split("\n")
         return [record_from_json(line) for line in lines if line]
 
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         # No await between the checks and the write: nothing can interleave in this process.
+        committed = self._committed(run_id)
         log = self._read(run_id)
         if isinstance(record, RunStarted) and log:
             raise RunAlreadyExists(run_id)
@@ -100,8 +106,11 @@ class JsonLinesStore:
             raise RunAlreadyFinished(run_id)
         if sequence != len(log):
             raise RunConflict(f"{run_id}: sequence {sequence}, log has {len(log)} records")
-        with self._path(run_id).open("a", encoding="utf-8") as file:
-            file.write(record.to_json() + "\n")
+        with self._path(run_id).open("ab") as file:
+            file.truncate(len(committed))  # drop a torn line before writing after it
+            file.write(record.to_json().encode("utf-8") + b"\n")
+            file.flush()
+            os.fsync(file.fileno())  # durable when append returns, power loss included
 
     async def read_log(self, run_id: str) -> RunLog:
         return RunLog(tuple(self._read(run_id)))

@@ -20,7 +20,7 @@ from polyloop.executors import ToolExecutor
 from polyloop.models import ScriptedModel
 from polyloop.parsers import JsonToolCallParser
 from polyloop.stores import SQLiteStore
-from polyloop.testing import ActionSamples, ModelSamples, ParserSamples
+from polyloop.testing import ActionSamples, ModelSamples, ParserSamples, StoreSamples
 
 
 @pytest_polyloop.seam("action_executor", samples="tool_samples")
@@ -38,6 +38,7 @@ def tool_samples() -> ActionSamples:
         executes_but_errors=Action(
             text="calculator 1 / 0", tool_name="calculator", tool_args={"expression": "1 / 0"}
         ),
+        refused=Action(text="shell rm -rf /", tool_name="shell", tool_args={"cmd": "rm -rf /"}),
     )
 
 
@@ -68,12 +69,25 @@ def scripted_conversation() -> ModelSamples:
         messages=[
             Message(role="system", content="You solve arithmetic tasks with tools."),
             Message(role="user", content="What is 6 times 7?"),
-        ]
+        ],
+        # The scripted model's only failure is running out of replies: it must raise.
+        failing_client_factory=lambda base_url: ScriptedModel([]),
+        failure_bound_s=1.0,
     )
 
 
-@pytest_polyloop.seam("run_store")
+@pytest_polyloop.seam("run_store", samples="sqlite_store_samples")
 @pytest_asyncio.fixture
 async def sqlite_store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    async with SQLiteStore(tmp_path / "runs.db") as store:
+    async with open_sqlite_store(tmp_path) as store:
         yield store
+
+
+def open_sqlite_store(directory: Path) -> SQLiteStore:
+    """The store over ``runs.db`` in ``directory``: the crash promises reopen it through this."""
+    return SQLiteStore(directory / "runs.db")
+
+
+@pytest.fixture
+def sqlite_store_samples() -> StoreSamples:
+    return StoreSamples(factory="test_conformance:open_sqlite_store")

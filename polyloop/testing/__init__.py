@@ -15,8 +15,10 @@ your implementation::
 Needs the ``testing`` extra (pytest, pytest-asyncio, hypothesis): ``pip install
 polyloop[testing]``. The runtime core never imports this package.
 
-Public surface: the five suites and :class:`ContractBase`; the samples types; the skip helpers
-:func:`unverifiable` / :func:`not_applicable` and :class:`ContractSkip`; the catalogue interface
+Public surface: the five suites and :class:`ContractBase`; the samples types (the optional
+:class:`StoreSamples` and the optional fields of the others turn the failure promises on); the
+skip helpers :func:`unverifiable` / :func:`not_applicable` / :func:`kept_by_polyloop` and
+:class:`ContractSkip`; the catalogue interface
 :class:`PromiseSpec`, :func:`suite_hash`, :data:`BUILTIN_SUITES`, :data:`KIT_VERSION`; and the
 Hypothesis strategies in :mod:`polyloop.testing.strategies`.
 """
@@ -40,6 +42,7 @@ pytest.register_assert_rewrite(
     "polyloop.testing._event_sink",
     "polyloop.testing._run_store",
     "polyloop.testing._cancel",
+    "polyloop.testing._durability",
 )
 
 from polyloop.testing import strategies  # noqa: E402
@@ -57,9 +60,15 @@ from polyloop.testing._decision_parser import DecisionParserContract  # noqa: E4
 from polyloop.testing._event_sink import EventSinkContract  # noqa: E402
 from polyloop.testing._model_client import ModelClientContract  # noqa: E402
 from polyloop.testing._run_store import RunStoreContract  # noqa: E402
-from polyloop.testing._samples import ActionSamples, ModelSamples, ParserSamples  # noqa: E402
+from polyloop.testing._samples import (  # noqa: E402
+    ActionSamples,
+    ModelSamples,
+    ParserSamples,
+    StoreSamples,
+)
 from polyloop.testing._skips import (  # noqa: E402
     ContractSkip,
+    kept_by_polyloop,
     not_applicable,
     parse_skip_reason,
     unverifiable,
@@ -92,7 +101,9 @@ __all__ = [
     "PromiseSpec",
     "RecordTypes",
     "RunStoreContract",
+    "StoreSamples",
     "bounded_settings",
+    "kept_by_polyloop",
     "not_applicable",
     "parse_skip_reason",
     "strategies",

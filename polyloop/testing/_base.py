@@ -10,6 +10,9 @@ Class attributes read by ``pytest_polyloop``:
 
 * ``seam: ClassVar[str]`` — the seam name, also the name of the fixture the suite needs.
 * ``samples_fixture: ClassVar[str | None]`` — the samples fixture the suite needs, or ``None``.
+* ``optional_samples_fixture: ClassVar[str | None] = None`` — a samples fixture the suite can
+  use but does not need (its default returns ``None``); ``RunStoreContract`` has
+  ``"store_samples"``. A tag's ``samples=`` for such a seam names the fixture to pass through.
 * ``loop_scope: ClassVar[str] = "function"`` — the pytest-asyncio loop scope the async promise
   tests run in; set it to the scope your implementation's fixture lives in.
 * ``waive: ClassVar[Mapping[str, str]] = {}`` — promise id → reason. The kit applies it: a waived
@@ -158,6 +161,7 @@ class ContractBase:
 
     seam: ClassVar[str]
     samples_fixture: ClassVar[str | None] = None
+    optional_samples_fixture: ClassVar[str | None] = None
     loop_scope: ClassVar[str] = "function"
     waive: ClassVar[Mapping[str, str]] = {}
 

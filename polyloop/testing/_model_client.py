@@ -14,9 +14,9 @@ from polyloop.testing._base import (
     missing_fixture,
     require_samples,
     require_seam,
-    unverifiable_promise,
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
+from polyloop.testing._model_failures import failure_problems
 from polyloop.testing._samples import ModelSamples
 from polyloop.testing._shapes import model_reply_problems, short
 from polyloop.testing._skips import unverifiable
@@ -136,25 +136,36 @@ class ModelClientContract(ContractBase):
             what="complete(model_samples.messages)",
         )
 
-    @unverifiable_promise
-    async def test_failure_is_an_exception(self, model_client: ModelClient) -> None:
+    async def test_failure_is_an_exception(
+        self, model_client: ModelClient, model_samples: ModelSamples
+    ) -> None:
         """An unrecoverable failure is raised as an exception; retries are the client's business.
 
         The library turns an exception into a step with ``model_error`` and stops ``llm_error``.
         A client that instead returns an error message as reply text makes the parser read it
-        as the model's answer, and the run goes on with a fabricated turn.
+        as the model's answer, and the run goes on with a fabricated turn. Checked when
+        ``model_samples`` has a ``failing_client_factory``: the suite serves a loopback endpoint
+        that answers 500, answers 429 every time, resets the connection, sends malformed JSON,
+        or never answers, and ``complete()`` must raise within ``failure_bound_s`` each time.
         """
-        unverifiable(
-            promise=(
-                "an unrecoverable model failure is raised as an exception, not returned as text"
-            ),
-            why=(
-                "the suite cannot make an arbitrary client's endpoint fail, and an error message "
-                "returned as text looks exactly like a reply"
-            ),
-            verify_yourself=(
-                "in your own tests, point your client at an endpoint "
-                "that fails (HTTP 500 after retries, refused connection) and assert complete() "
-                "raises; the llm_error stop is guarded by polyloop's own loop tests"
-            ),
+        samples = require_samples(model_samples, ModelSamples, "model_samples")
+        if samples.failing_client_factory is None or samples.failure_bound_s is None:
+            unverifiable(
+                promise=(
+                    "an unrecoverable model failure is raised as an exception, not returned as text"
+                ),
+                why=(
+                    "the suite cannot make an arbitrary client's endpoint fail, and an error "
+                    "message returned as text looks exactly like a reply"
+                ),
+                verify_yourself=(
+                    "give ModelSamples(failing_client_factory=<callable: base URL -> your "
+                    "client>, failure_bound_s=<seconds your client needs to give up>) and the "
+                    "kit checks this against a misbehaving loopback endpoint; the llm_error stop "
+                    "is guarded by polyloop's own loop tests"
+                ),
+            )
+        problems = await failure_problems(
+            samples.failing_client_factory, samples.failure_bound_s, list(samples.messages)
         )
+        assert not problems, "\n".join(problems)

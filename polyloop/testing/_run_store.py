@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import tempfile
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -25,11 +28,14 @@ from polyloop.testing._base import (
     ContractBase,
     bounded_settings,
     missing_fixture,
+    require_samples,
     require_seam,
-    unverifiable_promise,
 )
+from polyloop.testing._crash_writer import FactoryError, load_factory
+from polyloop.testing._durability import CrashFindings, crash_findings, reopen_problems
+from polyloop.testing._samples import StoreSamples
 from polyloop.testing._shapes import mismatch, run_log_problems, short
-from polyloop.testing._skips import unverifiable
+from polyloop.testing._skips import not_applicable, unverifiable
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -93,6 +99,61 @@ async def _append_all(store: RunStore, run_id: str, records: Sequence[Record]) -
         await store.append(run_id, record, sequence=sequence)
 
 
+_SAMPLE_LINE = (
+    "override the `store_samples` fixture to return "
+    "polyloop.testing.StoreSamples(factory='package.module:callable'), a callable that takes a "
+    "fresh directory and returns your store over data kept there, and the kit checks this"
+)
+_ATOMIC = (
+    "a crash during append() leaves the record wholly present or wholly absent",
+    "write to one transaction or one atomic rename per record",
+)
+_DURABLE = (
+    "once append() returns, the record survives a crash: the log after a crash is a prefix of "
+    "what was appended",
+    "commit (fsync, or a synchronous database commit) before append() returns",
+)
+
+
+def _factory_or_skip(samples: object, promise: tuple[str, str]) -> str:
+    """The factory to probe, or the skip that says which sample turns the promise on."""
+    if samples is None:
+        unverifiable(
+            promise=promise[0],
+            why="the suite has no way to reopen your store's data or to kill a process writing it",
+            verify_yourself=f"{_SAMPLE_LINE}; or {promise[1]}, and test it by killing a writer",
+        )
+    checked = require_samples(samples, StoreSamples, "store_samples")
+    if checked.factory is None:
+        not_applicable(
+            promise=promise[0],
+            why="StoreSamples(in_memory=True) declares that the store keeps nothing across a crash",
+            verify_yourself="use a persistent store for runs that must survive a crash",
+        )
+    return checked.factory
+
+
+def _load(factory: str) -> Callable[[Path], Any]:
+    try:
+        return load_factory(factory)
+    except FactoryError as error:
+        pytest.fail(f"store_samples: {error}", pytrace=False)
+
+
+async def _probe(factory: str) -> CrashFindings:
+    _load(factory)
+    try:
+        return await crash_findings(factory)
+    except RuntimeError as error:
+        pytest.fail(f"the crash probe could not run: {error}", pytrace=False)
+
+
+def _summary(problems: list[str], findings: CrashFindings) -> str:
+    shown = "\n".join(problems[:5])
+    more = f"\n… and {len(problems) - 5} more" if len(problems) > 5 else ""
+    return f"{shown}{more}\n({findings.acknowledged} acknowledged appends over the rounds)"
+
+
 def _assert_log_is(log: RunLog, expected: Sequence[Record], what: str) -> None:
     found = mismatch(tuple(expected), log.records, "records")
     assert found is None, f"{what}: {found}"
@@ -101,12 +162,21 @@ def _assert_log_is(log: RunLog, expected: Sequence[Record], what: str) -> None:
 class RunStoreContract(ContractBase):
     """Inherit this and override ``run_store`` (return a fresh, open store).
 
-    No samples: records are the library's own. The store may be shared with other runs (a real
-    database); every promise works on fresh ``uuid4`` run ids.
+    Records are the library's own, so no samples are needed — except to check the two crash
+    promises: override ``store_samples`` to return :class:`~polyloop.testing.StoreSamples`
+    naming a factory that reopens your store's data (from another process too). The store may
+    be shared with other runs (a real database); every promise works on fresh ``uuid4`` run ids.
     """
 
     seam = "run_store"
     samples_fixture = None
+    optional_samples_fixture = "store_samples"
+
+    @pytest.fixture
+    def store_samples(self) -> StoreSamples | None:
+        """Optional: ``StoreSamples(factory="package.module:callable")`` turns the two crash
+        promises on. Override this fixture; the default ``None`` leaves them unverifiable."""
+        return None
 
     @pytest.fixture
     def run_store(self) -> RunStore:
@@ -308,40 +378,31 @@ class RunStoreContract(ContractBase):
             f"run_ids() lists the new run {after.count(run_id)} times after its start was appended"
         )
 
-    @unverifiable_promise
-    async def test_atomic_append(self, run_store: RunStore) -> None:
+    async def test_atomic_append(self, run_store: RunStore, store_samples: object) -> None:
         """A crash during ``append`` leaves the record wholly present or wholly absent.
 
         A half-written record is unreadable; the resume then cannot tell whether the action
-        whose intent it was has run.
+        whose intent it was has run. Checked when ``store_samples`` names a factory: a writer
+        process appending to several runs is killed at varied points, then every run must read
+        back as a prefix of what was sent (no partial or torn record, no decode error) and take
+        its next append at the right sequence.
         """
-        unverifiable(
-            promise="a crash during append() leaves the record wholly present or wholly absent",
-            why=(
-                "checking it needs the process killed in the middle of a write, and the suite "
-                "runs inside one process"
-            ),
-            verify_yourself=(
-                "write to one transaction or one atomic rename per record, and test it with a "
-                "fault-injection point (kill a child process mid-append, then read the log)"
-            ),
-        )
+        factory = _factory_or_skip(store_samples, _ATOMIC)
+        findings = await _probe(factory)
+        assert not findings.atomicity, _summary(findings.atomicity, findings)
 
-    @unverifiable_promise
-    async def test_prefix_durability(self, run_store: RunStore) -> None:
+    async def test_prefix_durability(self, run_store: RunStore, store_samples: object) -> None:
         """After a crash the log is a prefix of what was appended: a returned append is durable.
 
         The loop executes an action only after its intent's append returned; if that record
-        can vanish in a crash, the resume repeats an action it was told had an intent.
+        can vanish in a crash, the resume repeats an action it was told had an intent. Checked
+        when ``store_samples`` names a factory: a second store opened on the same data must
+        read back every acknowledged record (a forgotten commit shows here), and after a writer
+        process is killed every append it was told had returned must be there.
         """
-        unverifiable(
-            promise=(
-                "once append() returns, the record survives a crash: the log after a crash is a "
-                "prefix of what was appended"
-            ),
-            why="durability shows only after a power loss or a killed process, not inside one run",
-            verify_yourself=(
-                "commit (fsync, or a synchronous database commit) before append() returns; "
-                "review that, and test it by killing a writer process and reading the log back"
-            ),
-        )
+        factory = _factory_or_skip(store_samples, _DURABLE)
+        with tempfile.TemporaryDirectory(prefix="polyloop-reopen-") as directory:
+            problems = await reopen_problems(_load(factory), Path(directory))
+        assert not problems, "\n".join(problems)
+        findings = await _probe(factory)
+        assert not findings.durability, _summary(findings.durability, findings)

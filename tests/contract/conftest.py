@@ -1,5 +1,8 @@
 """The bundled implementations' conformance run (the README's main job).
 
+OpenAIChatModel joins the run where the ``openai`` extra is installed (always in CI); without it
+it is left out the same way, with a warning.
+
 PostgresStore joins the run only where it can be judged: with PostgreSQL's binaries and psycopg
 installed, or always in CI (where the session fixture then fails loudly if they are missing).
 MCPExecutor and OpenTelemetrySink likewise join where their extra (``mcp``, ``otel``) is
@@ -45,5 +48,12 @@ if not in_ci():
         warnings.warn(
             "OpenTelemetrySink is not judged in this conformance run: it needs "
             "opentelemetry-sdk (pip install 'polyloop[otel]')",
+            stacklevel=1,
+        )
+    if importlib.util.find_spec("openai") is None:
+        collect_ignore.append("test_openai_model_contract.py")
+        warnings.warn(
+            "OpenAIChatModel is not judged in this conformance run: it needs the openai extra "
+            "(pip install 'polyloop[openai]')",
             stacklevel=1,
         )

@@ -1,8 +1,17 @@
-"""PythonExecutor keeps every ActionExecutor promise of the contract kit (real child processes)."""
+"""PythonExecutor keeps every ActionExecutor promise of the contract kit (real child processes).
+
+It has no refusal path (any text is code to run), which it declares with ``never_refuses``; its
+environment is broken by killing the session and removing the directory it runs in, so no new
+session can start either.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -12,12 +21,23 @@ from polyloop.executors import PythonExecutor
 from polyloop.testing import ActionExecutorContract, ActionSamples
 
 
+async def remove_the_sessions_world(executor: PythonExecutor) -> None:
+    """Start the session, then take its working directory away and kill it."""
+    await executor.execute(Action(text="started = True"))
+    assert executor.cwd is not None
+    assert executor.pid is not None
+    shutil.rmtree(executor.cwd)
+    os.kill(executor.pid, signal.SIGKILL)
+
+
 class TestPythonExecutorContract(ActionExecutorContract):
     @pytest_asyncio.fixture
     async def action_executor(  # type: ignore[override]  # pytest types a fixture as an object
-        self,
+        self, tmp_path: Path
     ) -> AsyncIterator[PythonExecutor]:
-        async with PythonExecutor(timeout_s=10) as executor:
+        workdir = tmp_path / "session"
+        workdir.mkdir()
+        async with PythonExecutor(timeout_s=10, cwd=workdir) as executor:
             yield executor
 
     @pytest.fixture
@@ -25,4 +45,6 @@ class TestPythonExecutorContract(ActionExecutorContract):
         return ActionSamples(
             executes_cleanly=Action(text="total = sum(range(10))\nprint(total)"),
             executes_but_errors=Action(text="1 / 0"),
+            never_refuses=True,
+            break_environment=remove_the_sessions_world,
         )

@@ -42,4 +42,5 @@ class TestToolExecutorContract(ActionExecutorContract):
             executes_but_errors=Action(
                 text="lookup tau", tool_name="lookup", tool_args={"key": "tau"}
             ),
+            refused=Action(text="delete pi", tool_name="delete", tool_args={"key": "pi"}),
         )

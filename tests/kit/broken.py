@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import urllib.parse
 from types import SimpleNamespace
 from typing import Any
 
@@ -487,3 +488,100 @@ class RunIdsAsTuple(MemoryStore):
 class ReturnsRecordTuple(MemoryStore):
     async def read_log(self, run_id: str) -> Any:
         return (await super().read_log(run_id)).records
+
+
+# --------------------------------------------------------------------------- opt-in promises
+# Issue #10: implementations for the promises checked only when an opt-in sample is given
+# (test_matrix_opt_ins.py). The stores live in tests/kit/broken_stores.py: the crash probe's
+# writer processes import them, and this module imports pytest and Hypothesis.
+
+
+class SessionExecutor(ReferenceExecutor):
+    """Correct: refuses any tool but ``shell``; a dead session is returned as ``env_error``."""
+
+    def __init__(self) -> None:
+        self.session_alive = True
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        if action.tool_name != "shell":
+            return ActionOutcome(status=ActionStatus.NOT_EXECUTED, observation="no such tool")
+        if not self.session_alive:
+            return ActionOutcome(status=ActionStatus.ENV_ERROR, observation="the session is gone")
+        return await super().execute(action)
+
+
+async def kill_session(executor: Any) -> None:
+    """The ``break_environment`` hook of the session executors."""
+    executor.session_alive = False
+
+
+class RaisesWhenSessionGone(SessionExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        if not self.session_alive:
+            raise ConnectionError("the session is gone")
+        return await super().execute(action)
+
+
+class RunsRefusedActions(SessionExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        if action.tool_name != "shell":
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="ran it anyway")
+        return await super().execute(action)
+
+
+OPT_IN_ACTION_SAMPLES = dataclasses.replace(
+    ACTION_SAMPLES,
+    refused=Action(text="format the disk", tool_name="format_disk", tool_args={}),
+    break_environment=kill_session,
+)
+
+
+class HttpModel:
+    """Correct: a minimal chat-completions client on asyncio streams. Any HTTP status but 200,
+    a body that is not a reply, a broken connection or ``timeout_s`` without an answer raises."""
+
+    timeout_s: float | None = 0.5
+
+    def __init__(self, base_url: str) -> None:
+        self.url = urllib.parse.urlsplit(base_url.rstrip("/") + "/chat/completions")
+
+    async def complete(self, messages: Any) -> ModelReply:
+        async with asyncio.timeout(self.timeout_s):
+            status, body = await self._post({"messages": [m.content for m in messages]})
+        return self._reply(status, body)
+
+    def _reply(self, status: int, body: bytes) -> ModelReply:
+        if status != 200:
+            raise RuntimeError(f"the endpoint answered HTTP {status}")
+        return ModelReply(text=json.loads(body)["choices"][0]["message"]["content"])
+
+    async def _post(self, payload: object) -> tuple[int, bytes]:
+        reader, writer = await asyncio.open_connection(self.url.hostname, self.url.port)
+        try:
+            data = json.dumps(payload).encode()
+            writer.write(
+                f"POST {self.url.path} HTTP/1.1\r\nHost: {self.url.netloc}\r\n"
+                f"Content-Length: {len(data)}\r\n\r\n".encode()
+                + data
+            )
+            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            fields = dict(line.lower().split(": ", 1) for line in head[1:] if ": " in line)
+            body = await reader.readexactly(int(fields.get("content-length", "0")))
+            return int(head[0].split()[1]), body
+        finally:
+            writer.close()
+
+
+class ErrorTextOn500(HttpModel):
+    def _reply(self, status: int, body: bytes) -> ModelReply:
+        if status == 500:
+            return ModelReply(text="Error: the model endpoint answered 500, please retry")
+        return super()._reply(status, body)
+
+
+class HangsPastItsBound(HttpModel):
+    timeout_s = None  # waits for an answer that never comes
+
+
+def opt_in_model_samples(factory: Any) -> ModelSamples:
+    return dataclasses.replace(MODEL_SAMPLES, failing_client_factory=factory, failure_bound_s=2.0)

@@ -121,7 +121,7 @@ def test_a_waiver_for_an_unknown_promise_is_a_usage_error(project: Project) -> N
 
 
 def test_a_waiver_for_an_unverifiable_promise_is_a_usage_error(project: Project) -> None:
-    waiver = '{"action_executor.status_trigger_conditions": "because"}'
+    waiver = '{"action_executor.observation_substitution_happens_in_the_library": "because"}'
     project.conftest(
         "tests", tagged("good", "SandboxExecutor()", samples='"samples"', waive=waiver)
     )
