@@ -487,3 +487,98 @@ class RunIdsAsTuple(MemoryStore):
 class ReturnsRecordTuple(MemoryStore):
     async def read_log(self, run_id: str) -> Any:
         return (await super().read_log(run_id)).records
+
+
+# ---------------------------------------------------------------- issue #9: deeper probes
+# Cancellation swallowed only after a first quick await (a connect, a lock, a subprocess start),
+# or only while running the erroring sample; and the two run-store fences the suite missed.
+
+
+async def _connect() -> None:
+    """A first await that finishes quickly: a connect, a lock, ``create_subprocess_exec``."""
+    await asyncio.sleep(0)
+
+
+class SwallowsCancellationAfterConnecting(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        await _connect()
+        try:
+            await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="interrupted")
+        return await super().execute(action)
+
+
+class SwallowsCancellationAfterSlowStart(ReferenceExecutor):
+    """Its first await takes real time (a process start), so only a deeper probe reaches the
+    swallowing one."""
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        for _ in range(3):
+            await asyncio.sleep(0.002)
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="interrupted")
+        return await super().execute(action)
+
+
+class SwallowsCancellationOnlyWhenTheActionFails(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        if not action.text.startswith("fail"):
+            return await super().execute(action)
+        try:
+            await asyncio.sleep(0.005)
+        except asyncio.CancelledError:
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="Error: interrupted")
+        return await super().execute(action)
+
+
+class ModelSwallowsCancellationAfterConnecting(ReferenceModel):
+    async def complete(self, messages: Any) -> ModelReply:
+        await _connect()
+        try:
+            await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            return ModelReply(text="(cancelled)")
+        return await super().complete(messages)
+
+
+class SinkSwallowsCancellationAfterConnecting(ReferenceSink):
+    async def emit(self, event: Event) -> None:
+        await _connect()
+        try:
+            await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            return
+        await super().emit(event)
+
+
+class SlowExecutor(ReferenceExecutor):
+    """Correct and slow (200 ms per call), with state kept across calls: no false alarm."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = asyncio.Lock()
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        async with self.lock:
+            self.calls += 1
+            await asyncio.sleep(0.2)
+            return await super().execute(action)
+
+
+class SlowModel(ReferenceModel):
+    """Correct and slow (200 ms per call)."""
+
+    async def complete(self, messages: Any) -> ModelReply:
+        await asyncio.sleep(0.2)
+        return await super().complete(messages)
+
+
+class SlowSink(ReferenceSink):
+    """Correct and slow (200 ms per call)."""
+
+    async def emit(self, event: Event) -> None:
+        await asyncio.sleep(0.2)
+        await super().emit(event)

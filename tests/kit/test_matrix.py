@@ -10,6 +10,7 @@ fails this test.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import pytest
@@ -163,6 +164,26 @@ MATRIX: dict[str, SeamMatrix] = {
         ),
     ),
 }
+
+
+# --------------------------------------------------------------------------- issue #9
+# Deeper probes: cancellation swallowed after a first quick await or only on the erroring
+# sample, and the two run-store fences the suite used to miss.
+
+
+def _extend(seam: str, *breakers: Breaker) -> None:
+    MATRIX[seam] = dataclasses.replace(MATRIX[seam], breakers=(*MATRIX[seam].breakers, *breakers))
+
+
+_EXECUTOR_CANCELLATION = "cancellation_propagates_and_is_not_swallowed"
+_extend(
+    "action_executor",
+    _b("SwallowsCancellationAfterConnecting", _EXECUTOR_CANCELLATION),
+    _b("SwallowsCancellationAfterSlowStart", _EXECUTOR_CANCELLATION),
+    _b("SwallowsCancellationOnlyWhenTheActionFails", _EXECUTOR_CANCELLATION),
+)
+_extend("model_client", _b("ModelSwallowsCancellationAfterConnecting", "cancellation_propagates"))
+_extend("event_sink", _b("SinkSwallowsCancellationAfterConnecting", "cancellation_propagates"))
 
 
 def _impl_expr(seam: str, impl: str) -> str:
