@@ -225,20 +225,27 @@ class RunStoreContract(ContractBase):
 
         Two processes given the same run id must not both believe they started it; the second
         start would overwrite or interleave with the first's log. ``RunAlreadyExists`` takes
-        precedence over ``RunConflict`` (a second start at the wrong sequence is still "exists").
+        precedence over ``RunConflict`` (a second start at the wrong sequence is still "exists")
+        and over ``RunAlreadyFinished`` (a start for a finished run is still "exists": ``run()``
+        tells the user to pick another id, not that a run they never started is over).
         """
         _check_store(run_store)
-        run_id = _fresh_run_id()
-        original = _started(run_id, "original")
-        await run_store.append(run_id, original, sequence=0)
-        for sequence in (1, 0):
-            with pytest.raises(RunAlreadyExists):
-                await run_store.append(
-                    run_id, dataclasses.replace(original, goal="intruder"), sequence=sequence
-                )
-        _assert_log_is(
-            await _read(run_store, run_id), [original], "a refused start changed the log"
-        )
+        for finished in (False, True):
+            run_id = _fresh_run_id()
+            records: list[Record] = [_started(run_id, "original"), *[_finished()] * finished]
+            await _append_all(run_store, run_id, records)
+            before = await _read(run_store, run_id)
+            for sequence in (len(records), 0):
+                with pytest.raises(RunAlreadyExists):
+                    await run_store.append(run_id, _started(run_id, "intruder"), sequence=sequence)
+            what = "finished" if finished else "started"
+            # Compared with the log as read before, not as appended: "writes nothing" is the
+            # promise here, how faithfully a finish reads back is round_trips_every_record_kind's.
+            _assert_log_is(
+                await _read(run_store, run_id),
+                before.records,
+                f"a refused start changed a {what} log",
+            )
 
     async def test_finished_run_rejects_records(self, run_store: RunStore) -> None:
         """After ``RunFinished`` any append raises ``RunAlreadyFinished`` and writes nothing.
@@ -267,10 +274,16 @@ class RunStoreContract(ContractBase):
 
         This is the fence between two processes driving one run (a scheduler retried a job whose
         first attempt is still alive): the loser's append fails *before* it executes a
-        never-replay action, instead of both executing it.
+        never-replay action, instead of both executing it. The first append is fenced too: a
+        start at any sequence but 0 on an empty log is a ``RunConflict`` — a store that fences
+        only runs it already holds lets a writer that believes the run is further along create it.
         """
         _check_store(run_store)
         run_id = _fresh_run_id()
+        for sequence in (1, 3):
+            with pytest.raises(RunConflict):
+                await run_store.append(run_id, _started(run_id), sequence=sequence)
+        # Had a refused start written anything, this start at 0 would be refused as "exists".
         records: list[Record] = [_started(run_id)]
         await _append_all(run_store, run_id, records)
         stale = ActionIntent(step_index=0, action=Action(text="an action that must not run twice"))

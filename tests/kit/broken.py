@@ -14,6 +14,7 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+from polyloop.errors import RunAlreadyFinished
 from polyloop.events import MemorySink
 from polyloop.stores import MemoryStore
 from polyloop.testing import ActionSamples, ModelSamples, ParserSamples
@@ -582,3 +583,23 @@ class SlowSink(ReferenceSink):
     async def emit(self, event: Event) -> None:
         await asyncio.sleep(0.2)
         await super().emit(event)
+
+
+class FinishedBeforeExists(MemoryStore):
+    """Checks "finished" before "exists": a start appended to a finished run is refused as
+    ``RunAlreadyFinished``, but SPEC §3 says ``RunAlreadyExists`` comes first."""
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        log = self._logs.get(run_id, [])
+        if log and isinstance(log[-1], RunFinished):
+            raise RunAlreadyFinished(f"run {run_id!r} is finished")
+        await super().append(run_id, record, sequence=sequence)
+
+
+class FirstAppendUnfenced(MemoryStore):
+    """Fences only a run that has a log: the first append is accepted at any sequence."""
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        if not self._logs.get(run_id):
+            sequence = 0
+        await super().append(run_id, record, sequence=sequence)

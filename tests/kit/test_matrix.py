@@ -151,11 +151,11 @@ MATRIX: dict[str, SeamMatrix] = {
             _b(
                 "IgnoresRunId",
                 "runs_are_isolated concurrent_appends_to_distinct_runs lists_its_runs "
-                "round_trips_every_record_kind",
+                "round_trips_every_record_kind start_is_exclusive",
             ),
             _b("LosesConcurrentAppends", "concurrent_appends_to_distinct_runs"),
             _b("IgnoresSequence", "rejects_out_of_order_sequence"),
-            _b("SecondStartReplacesLog", "start_is_exclusive"),
+            _b("SecondStartReplacesLog", "start_is_exclusive rejects_out_of_order_sequence"),
             _b("AppendsAfterFinish", "finished_run_rejects_records"),
             _b("ConflictBeforeOtherErrors", "start_is_exclusive finished_run_rejects_records"),
             _b("ListsNoRuns", "lists_its_runs"),
@@ -184,6 +184,11 @@ _extend(
 )
 _extend("model_client", _b("ModelSwallowsCancellationAfterConnecting", "cancellation_propagates"))
 _extend("event_sink", _b("SinkSwallowsCancellationAfterConnecting", "cancellation_propagates"))
+_extend(
+    "run_store",
+    _b("FinishedBeforeExists", "start_is_exclusive"),
+    _b("FirstAppendUnfenced", "rejects_out_of_order_sequence"),
+)
 
 
 def _impl_expr(seam: str, impl: str) -> str:
