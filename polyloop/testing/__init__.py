@@ -17,8 +17,9 @@ polyloop[testing]``. The runtime core never imports this package.
 
 Public surface: the five suites and :class:`ContractBase`; the samples types; the skip helpers
 :func:`unverifiable` / :func:`not_applicable` and :class:`ContractSkip`; the catalogue interface
-:class:`PromiseSpec`, :func:`suite_hash`, :data:`BUILTIN_SUITES`, :data:`KIT_VERSION`; and the
-Hypothesis strategies in :mod:`polyloop.testing.strategies`.
+:class:`PromiseSpec`, :func:`suite_hash`, :data:`BUILTIN_SUITES`, :data:`KIT_VERSION`; the
+Hypothesis strategies in :mod:`polyloop.testing.strategies`; and :class:`RunStoreStateMachine`,
+which drives any store against the reference ``MemoryStore``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ pytest.register_assert_rewrite(
     "polyloop.testing._event_sink",
     "polyloop.testing._run_store",
     "polyloop.testing._cancel",
+    "polyloop.testing._stateful",
 )
 
 from polyloop.testing import strategies  # noqa: E402
@@ -64,6 +66,7 @@ from polyloop.testing._skips import (  # noqa: E402
     parse_skip_reason,
     unverifiable,
 )
+from polyloop.testing._stateful import RunStoreStateMachine  # noqa: E402
 
 #: Seam name → built-in suite. The plugin registers these through its own hook, like a sixth.
 BUILTIN_SUITES: dict[str, type[ContractBase]] = {
@@ -92,6 +95,7 @@ __all__ = [
     "PromiseSpec",
     "RecordTypes",
     "RunStoreContract",
+    "RunStoreStateMachine",
     "bounded_settings",
     "not_applicable",
     "parse_skip_reason",

@@ -30,6 +30,7 @@ from polyloop.testing._base import (
 )
 from polyloop.testing._shapes import mismatch, run_log_problems, short
 from polyloop.testing._skips import unverifiable
+from polyloop.testing._stateful import StoreComparison, lifecycle_programs
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -47,6 +48,7 @@ __all__ = ["RunStoreContract"]
 _LOGS = pst.run_logs()
 _CONCURRENT_RUNS = 8
 _RECORDS_PER_CONCURRENT_RUN = 6
+_PROGRAMS = lifecycle_programs()
 
 
 def _fresh_run_id() -> str:
@@ -219,6 +221,30 @@ class RunStoreContract(ContractBase):
                 logs[run_id],
                 f"run {run_id} after concurrent appends",
             )
+
+    @bounded_settings(max_examples=8)
+    @given(program=_PROGRAMS)
+    async def test_behaves_like_the_reference_store(
+        self, run_store: RunStore, program: list[tuple[int, str, str]]
+    ) -> None:
+        """Under any interleaving of starts, appends (right and wrong ``sequence``), finishes,
+        reads and ``run_ids()`` over several runs, every answer matches ``MemoryStore``'s.
+
+        The other store promises check one rule at a time on one or two runs; a harness drives
+        many runs through one store at once. A store whose fence is shared between runs, that
+        forgets a finish after another run's append, or stops listing a run once it finished
+        passes each of them and still hands a resume the wrong log or lets a second process
+        through. Each example takes three runs through start, work, finish, late writes and a
+        second start, interleaved and at drawn wrong sequences, and compares every answer —
+        accepted, or the exception type (``RunAlreadyExists`` before ``RunAlreadyFinished``
+        before ``RunConflict``) — each log and the run list with the reference store.
+        """
+        _check_store(run_store)
+        comparison = StoreComparison(run_store)
+        for run, kind, choice in program:
+            await comparison.append(run, kind, choice)
+            await comparison.check_log(run)
+        await comparison.check_all()
 
     async def test_start_is_exclusive(self, run_store: RunStore) -> None:
         """A ``RunStarted`` for a run that has a log raises ``RunAlreadyExists`` and writes nothing.

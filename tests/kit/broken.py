@@ -17,6 +17,7 @@ from typing import Any
 from polyloop.errors import RunAlreadyFinished
 from polyloop.events import MemorySink
 from polyloop.stores import MemoryStore
+from polyloop.stores._rules import check_append, check_record
 from polyloop.testing import ActionSamples, ModelSamples, ParserSamples
 from polyloop.types import (
     RECORD_TYPES,
@@ -603,3 +604,50 @@ class FirstAppendUnfenced(MemoryStore):
         if not self._logs.get(run_id):
             sequence = 0
         await super().append(run_id, record, sequence=sequence)
+
+
+# Stores that keep every rule on one or two runs and break one under interleaving: only the
+# state machine (run_store.behaves_like_the_reference_store) sees them.
+
+
+class FenceKeyedByTruncatedRunId(MemoryStore):
+    """Keeps each run's length in an index keyed by the first 32 characters of its id (sized for
+    ``uuid4().hex``): runs whose ids share those characters share one fence."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lengths: dict[str, int] = {}
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        check_record(run_id, record, sequence)
+        log = self._logs.get(run_id, [])
+        finished = bool(log) and isinstance(log[-1], RunFinished)
+        length = self._lengths.get(run_id[:32], 0)
+        check_append(run_id, record, sequence=sequence, length=length, finished=finished)
+        log.append(record)
+        self._logs[run_id] = log
+        self._lengths[run_id[:32]] = len(log)
+
+
+class ForgetsAFinishAfterAnotherRunsAppend(MemoryStore):
+    """Remembers only the last finished run: another run's append makes it forget the finish."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._finished_run: str | None = None
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        check_record(run_id, record, sequence)
+        log = self._logs.get(run_id, [])
+        finished = run_id == self._finished_run
+        check_append(run_id, record, sequence=sequence, length=len(log), finished=finished)
+        log.append(record)
+        self._logs[run_id] = log
+        self._finished_run = run_id if isinstance(record, RunFinished) else None
+
+
+class ListsOnlyUnfinishedRuns(MemoryStore):
+    """Lists runs from an index of active runs: a finished run disappears from run_ids()."""
+
+    async def run_ids(self) -> list[str]:
+        return sorted(r for r, log in self._logs.items() if not isinstance(log[-1], RunFinished))
