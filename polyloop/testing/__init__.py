@@ -19,8 +19,9 @@ Public surface: the five suites and :class:`ContractBase`; the samples types (th
 :class:`StoreSamples` and the optional fields of the others turn the failure promises on); the
 skip helpers :func:`unverifiable` / :func:`not_applicable` / :func:`kept_by_polyloop` and
 :class:`ContractSkip`; the catalogue interface
-:class:`PromiseSpec`, :func:`suite_hash`, :data:`BUILTIN_SUITES`, :data:`KIT_VERSION`; and the
-Hypothesis strategies in :mod:`polyloop.testing.strategies`.
+:class:`PromiseSpec`, :func:`suite_hash`, :data:`BUILTIN_SUITES`, :data:`KIT_VERSION`; the
+Hypothesis strategies in :mod:`polyloop.testing.strategies`; and :class:`RunStoreStateMachine`,
+which drives any store against the reference ``MemoryStore``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ pytest.register_assert_rewrite(
     "polyloop.testing._run_store",
     "polyloop.testing._cancel",
     "polyloop.testing._durability",
+    "polyloop.testing._stateful",
 )
 
 from polyloop.testing import strategies  # noqa: E402
@@ -73,6 +75,7 @@ from polyloop.testing._skips import (  # noqa: E402
     parse_skip_reason,
     unverifiable,
 )
+from polyloop.testing._stateful import RunStoreStateMachine  # noqa: E402
 
 #: Seam name → built-in suite. The plugin registers these through its own hook, like a sixth.
 BUILTIN_SUITES: dict[str, type[ContractBase]] = {
@@ -101,6 +104,7 @@ __all__ = [
     "PromiseSpec",
     "RecordTypes",
     "RunStoreContract",
+    "RunStoreStateMachine",
     "StoreSamples",
     "bounded_settings",
     "kept_by_polyloop",

@@ -9,6 +9,7 @@ which is why the suite executes only the two actions the implementer supplies.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 import pytest
 
@@ -181,16 +182,24 @@ class ActionExecutorContract(ContractBase):
 
         An executor that swallows the cancellation keeps the run's task alive while its caller
         believes it stopped: container leases, connections and temp directories leak silently,
-        and the loop cannot record the run as cancelled. ``not_applicable`` when the executor
-        finishes within one event-loop tick — it then has no await point at which to swallow
-        anything, and a verdict that depended on speed would be flaky.
+        and the loop cannot record the run as cancelled. Both samples are cancelled at several
+        depths — a few event-loop ticks, then fractions of an uncancelled call — because the
+        usual culprit swallows it only around its main await, after a quick first one (a
+        connect, a lock, a process start), or only on one path (the erroring one).
+        ``not_applicable`` when every probe found the call already finished: it has no await
+        point at which to swallow anything, and a verdict that depended on speed would be flaky.
         """
         require_seam(action_executor, "action_executor", "execute", "async execute(action)")
         samples = require_samples(action_samples, ActionSamples, "action_samples")
         await assert_cancellation_propagates(
-            action_executor.execute(samples.executes_cleanly),
+            {
+                f"execute(action_samples.{which})": partial(
+                    action_executor.execute, getattr(samples, which)
+                )
+                for which in ("executes_cleanly", "executes_but_errors")
+            },
             promise="a cancelled execute() lets CancelledError through",
-            what="execute(action_samples.executes_cleanly)",
+            what="execute() of either sample",
         )
 
     async def test_status_trigger_conditions(

@@ -124,14 +124,20 @@ class ModelClientContract(ContractBase):
         """Cancelling a running ``complete`` raises ``CancelledError`` out of it.
 
         A client that catches the cancellation (a broad ``except`` around a retry loop is the
-        usual culprit) keeps retrying a request nobody waits for, and the run cannot stop.
-        ``not_applicable`` when the client returns within one event-loop tick: it had no await
+        usual culprit) keeps retrying a request nobody waits for, and the run cannot stop. The
+        call is cancelled at several depths (a few ticks, then fractions of an uncancelled
+        call), since the catch usually sits around the request, after a quick connect.
+        ``not_applicable`` when every probe found the call already finished: it had no await
         point at which to swallow anything.
         """
         samples = require_samples(model_samples, ModelSamples, "model_samples")
         require_seam(model_client, "model_client", "complete", "async complete(messages)")
         await assert_cancellation_propagates(
-            model_client.complete(list(samples.messages)),
+            {
+                "complete(model_samples.messages)": lambda: model_client.complete(
+                    list(samples.messages)
+                )
+            },
             promise="a cancelled complete() lets CancelledError through",
             what="complete(model_samples.messages)",
         )

@@ -36,6 +36,7 @@ from polyloop.testing._durability import CrashFindings, crash_findings, reopen_p
 from polyloop.testing._samples import StoreSamples
 from polyloop.testing._shapes import mismatch, run_log_problems, short
 from polyloop.testing._skips import not_applicable, unverifiable
+from polyloop.testing._stateful import StoreComparison, lifecycle_programs
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -53,6 +54,7 @@ __all__ = ["RunStoreContract"]
 _LOGS = pst.run_logs()
 _CONCURRENT_RUNS = 8
 _RECORDS_PER_CONCURRENT_RUN = 6
+_PROGRAMS = lifecycle_programs()
 
 
 def _fresh_run_id() -> str:
@@ -290,25 +292,56 @@ class RunStoreContract(ContractBase):
                 f"run {run_id} after concurrent appends",
             )
 
+    @bounded_settings(max_examples=8)
+    @given(program=_PROGRAMS)
+    async def test_behaves_like_the_reference_store(
+        self, run_store: RunStore, program: list[tuple[int, str, str]]
+    ) -> None:
+        """Under any interleaving of starts, appends (right and wrong ``sequence``), finishes,
+        reads and ``run_ids()`` over several runs, every answer matches ``MemoryStore``'s.
+
+        The other store promises check one rule at a time on one or two runs; a harness drives
+        many runs through one store at once. A store whose fence is shared between runs, that
+        forgets a finish after another run's append, or stops listing a run once it finished
+        passes each of them and still hands a resume the wrong log or lets a second process
+        through. Each example takes three runs through start, work, finish, late writes and a
+        second start, interleaved and at drawn wrong sequences, and compares every answer —
+        accepted, or the exception type (``RunAlreadyExists`` before ``RunAlreadyFinished``
+        before ``RunConflict``) — each log and the run list with the reference store.
+        """
+        _check_store(run_store)
+        comparison = StoreComparison(run_store)
+        for run, kind, choice in program:
+            await comparison.append(run, kind, choice)
+            await comparison.check_log(run)
+        await comparison.check_all()
+
     async def test_start_is_exclusive(self, run_store: RunStore) -> None:
         """A ``RunStarted`` for a run that has a log raises ``RunAlreadyExists`` and writes nothing.
 
         Two processes given the same run id must not both believe they started it; the second
         start would overwrite or interleave with the first's log. ``RunAlreadyExists`` takes
-        precedence over ``RunConflict`` (a second start at the wrong sequence is still "exists").
+        precedence over ``RunConflict`` (a second start at the wrong sequence is still "exists")
+        and over ``RunAlreadyFinished`` (a start for a finished run is still "exists": ``run()``
+        tells the user to pick another id, not that a run they never started is over).
         """
         _check_store(run_store)
-        run_id = _fresh_run_id()
-        original = _started(run_id, "original")
-        await run_store.append(run_id, original, sequence=0)
-        for sequence in (1, 0):
-            with pytest.raises(RunAlreadyExists):
-                await run_store.append(
-                    run_id, dataclasses.replace(original, goal="intruder"), sequence=sequence
-                )
-        _assert_log_is(
-            await _read(run_store, run_id), [original], "a refused start changed the log"
-        )
+        for finished in (False, True):
+            run_id = _fresh_run_id()
+            records: list[Record] = [_started(run_id, "original"), *[_finished()] * finished]
+            await _append_all(run_store, run_id, records)
+            before = await _read(run_store, run_id)
+            for sequence in (len(records), 0):
+                with pytest.raises(RunAlreadyExists):
+                    await run_store.append(run_id, _started(run_id, "intruder"), sequence=sequence)
+            what = "finished" if finished else "started"
+            # Compared with the log as read before, not as appended: "writes nothing" is the
+            # promise here, how faithfully a finish reads back is round_trips_every_record_kind's.
+            _assert_log_is(
+                await _read(run_store, run_id),
+                before.records,
+                f"a refused start changed a {what} log",
+            )
 
     async def test_finished_run_rejects_records(self, run_store: RunStore) -> None:
         """After ``RunFinished`` any append raises ``RunAlreadyFinished`` and writes nothing.
@@ -337,10 +370,16 @@ class RunStoreContract(ContractBase):
 
         This is the fence between two processes driving one run (a scheduler retried a job whose
         first attempt is still alive): the loser's append fails *before* it executes a
-        never-replay action, instead of both executing it.
+        never-replay action, instead of both executing it. The first append is fenced too: a
+        start at any sequence but 0 on an empty log is a ``RunConflict`` — a store that fences
+        only runs it already holds lets a writer that believes the run is further along create it.
         """
         _check_store(run_store)
         run_id = _fresh_run_id()
+        for sequence in (1, 3):
+            with pytest.raises(RunConflict):
+                await run_store.append(run_id, _started(run_id), sequence=sequence)
+        # Had a refused start written anything, this start at 0 would be refused as "exists".
         records: list[Record] = [_started(run_id)]
         await _append_all(run_store, run_id, records)
         stale = ActionIntent(step_index=0, action=Action(text="an action that must not run twice"))

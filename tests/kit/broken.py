@@ -15,8 +15,10 @@ import urllib.parse
 from types import SimpleNamespace
 from typing import Any
 
+from polyloop.errors import RunAlreadyFinished
 from polyloop.events import MemorySink
 from polyloop.stores import MemoryStore
+from polyloop.stores._rules import check_append, check_record
 from polyloop.testing import ActionSamples, ModelSamples, ParserSamples
 from polyloop.types import (
     RECORD_TYPES,
@@ -585,3 +587,165 @@ class HangsPastItsBound(HttpModel):
 
 def opt_in_model_samples(factory: Any) -> ModelSamples:
     return dataclasses.replace(MODEL_SAMPLES, failing_client_factory=factory, failure_bound_s=2.0)
+
+
+# ---------------------------------------------------------------- issue #9: deeper probes
+# Cancellation swallowed only after a first quick await (a connect, a lock, a subprocess start),
+# or only while running the erroring sample; and the two run-store fences the suite missed.
+
+
+async def _connect() -> None:
+    """A first await that finishes quickly: a connect, a lock, ``create_subprocess_exec``."""
+    await asyncio.sleep(0)
+
+
+class SwallowsCancellationAfterConnecting(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        await _connect()
+        try:
+            await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="interrupted")
+        return await super().execute(action)
+
+
+class SwallowsCancellationAfterSlowStart(ReferenceExecutor):
+    """Its first await takes real time (a process start), so only a deeper probe reaches the
+    swallowing one."""
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        for _ in range(3):
+            await asyncio.sleep(0.002)
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="interrupted")
+        return await super().execute(action)
+
+
+class SwallowsCancellationOnlyWhenTheActionFails(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        if not action.text.startswith("fail"):
+            return await super().execute(action)
+        try:
+            await asyncio.sleep(0.005)
+        except asyncio.CancelledError:
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="Error: interrupted")
+        return await super().execute(action)
+
+
+class ModelSwallowsCancellationAfterConnecting(ReferenceModel):
+    async def complete(self, messages: Any) -> ModelReply:
+        await _connect()
+        try:
+            await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            return ModelReply(text="(cancelled)")
+        return await super().complete(messages)
+
+
+class SinkSwallowsCancellationAfterConnecting(ReferenceSink):
+    async def emit(self, event: Event) -> None:
+        await _connect()
+        try:
+            await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            return
+        await super().emit(event)
+
+
+class SlowExecutor(ReferenceExecutor):
+    """Correct and slow (200 ms per call), with state kept across calls: no false alarm."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = asyncio.Lock()
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        async with self.lock:
+            self.calls += 1
+            await asyncio.sleep(0.2)
+            return await super().execute(action)
+
+
+class SlowModel(ReferenceModel):
+    """Correct and slow (200 ms per call)."""
+
+    async def complete(self, messages: Any) -> ModelReply:
+        await asyncio.sleep(0.2)
+        return await super().complete(messages)
+
+
+class SlowSink(ReferenceSink):
+    """Correct and slow (200 ms per call)."""
+
+    async def emit(self, event: Event) -> None:
+        await asyncio.sleep(0.2)
+        await super().emit(event)
+
+
+class FinishedBeforeExists(MemoryStore):
+    """Checks "finished" before "exists": a start appended to a finished run is refused as
+    ``RunAlreadyFinished``, but SPEC §3 says ``RunAlreadyExists`` comes first."""
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        log = self._logs.get(run_id, [])
+        if log and isinstance(log[-1], RunFinished):
+            raise RunAlreadyFinished(f"run {run_id!r} is finished")
+        await super().append(run_id, record, sequence=sequence)
+
+
+class FirstAppendUnfenced(MemoryStore):
+    """Fences only a run that has a log: the first append is accepted at any sequence."""
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        if not self._logs.get(run_id):
+            sequence = 0
+        await super().append(run_id, record, sequence=sequence)
+
+
+# Stores that keep every rule on one or two runs and break one under interleaving: only the
+# state machine (run_store.behaves_like_the_reference_store) sees them.
+
+
+class FenceKeyedByTruncatedRunId(MemoryStore):
+    """Keeps each run's length in an index keyed by the first 32 characters of its id (sized for
+    ``uuid4().hex``): runs whose ids share those characters share one fence."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lengths: dict[str, int] = {}
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        check_record(run_id, record, sequence)
+        log = self._logs.get(run_id, [])
+        finished = bool(log) and isinstance(log[-1], RunFinished)
+        length = self._lengths.get(run_id[:32], 0)
+        check_append(run_id, record, sequence=sequence, length=length, finished=finished)
+        log.append(record)
+        self._logs[run_id] = log
+        self._lengths[run_id[:32]] = len(log)
+
+
+class ForgetsAFinishAfterAnotherRunsAppend(MemoryStore):
+    """Remembers only the last finished run: another run's append makes it forget the finish."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._finished_run: str | None = None
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        check_record(run_id, record, sequence)
+        log = self._logs.get(run_id, [])
+        finished = run_id == self._finished_run
+        check_append(run_id, record, sequence=sequence, length=len(log), finished=finished)
+        log.append(record)
+        self._logs[run_id] = log
+        self._finished_run = run_id if isinstance(record, RunFinished) else None
+
+
+class ListsOnlyUnfinishedRuns(MemoryStore):
+    """Lists runs from an index of active runs: a finished run disappears from run_ids()."""
+
+    async def run_ids(self) -> list[str]:
+        return sorted(r for r, log in self._logs.items() if not isinstance(log[-1], RunFinished))

@@ -192,7 +192,9 @@ def test_a_violated_hypothesis_promise_shows_its_falsifying_example(
     body = subclass_source(
         "TestLossy", "RunStoreContract", "run_store", "broken.EmptyStringBecomesNone()", None
     )
-    outcomes = run_sandbox(pytester, body)
+    # Only this promise: another Hypothesis promise run before it (behaves_like_the_reference_
+    # store) changes which example is found, and some are printed as the builds() call.
+    outcomes = run_sandbox(pytester, body, "-k", "round_trips")
     failure = outcomes[("TestLossy", "test_round_trips_every_record_kind")]
     assert failure.outcome == "failed"
     assert "Draw 1 (records): (RunStarted(" in failure.longrepr
