@@ -2,6 +2,8 @@
 
 PostgresStore joins the run only where it can be judged: with PostgreSQL's binaries and psycopg
 installed, or always in CI (where the session fixture then fails loudly if they are missing).
+JupyterExecutor likewise: with jupyter_client and ipykernel installed, or always in CI (where
+constructing it then fails with the install hint).
 Elsewhere it is left out of collection with a warning instead of being collected and skipped:
 an implementation whose every promise was skipped makes the verdict ``incomplete``, and the main
 job must pass on a fresh machine that has only the embedded default store.
@@ -27,5 +29,15 @@ if not _in_ci():
         warnings.warn(
             "PostgresStore is not judged in this conformance run: it needs "
             + " and ".join(missing),
+            stacklevel=1,
+        )
+
+    if importlib.util.find_spec("jupyter_client") is None or (
+        importlib.util.find_spec("ipykernel") is None
+    ):
+        collect_ignore.append("test_jupyter_executor_contract.py")
+        warnings.warn(
+            "JupyterExecutor is not judged in this conformance run: it needs jupyter_client and "
+            "ipykernel (pip install 'polyloop[jupyter]')",
             stacklevel=1,
         )
