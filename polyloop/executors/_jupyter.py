@@ -112,13 +112,13 @@ class _Kernel:
                 msg = await self.client.get_iopub_msg(timeout=_POLL_S)
             except queue.Empty:
                 if not await self.alive():
-                    raise _KernelBroken(self._died()) from None
+                    raise _KernelBroken(self.died_message()) from None
                 continue
             parent = msg.get("parent_header")
             if isinstance(parent, Mapping) and parent.get("msg_id") == msg_id:
                 return msg
 
-    def _died(self) -> str:
+    def died_message(self) -> str:
         code = self.exit_code()
         return "The Jupyter kernel died" + ("." if code is None else f" (exit code {code}).")
 
@@ -227,8 +227,6 @@ class JupyterExecutor(AsyncClosing):
                 raise ValueError(f"{name} must be a number > 0, got {value!r}")
         if not isinstance(inherit_env, bool):
             raise TypeError(f"inherit_env must be a bool, got {type(inherit_env).__name__}")
-        _jupyter_client()
-        _check_kernel_installed(kernel_name)
         self.kernel_name = kernel_name
         self.timeout_s = float(timeout_s)
         self.start_timeout_s = float(start_timeout_s)
@@ -236,6 +234,8 @@ class JupyterExecutor(AsyncClosing):
         self.env = checked_env(env)
         self.inherit_env = inherit_env
         self.cwd = None if cwd is None else os.fspath(cwd)
+        _jupyter_client()  # after the checks: a bad value is refused the same with or without it
+        _check_kernel_installed(kernel_name)
         self._kernel: _Kernel | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
@@ -259,10 +259,11 @@ class JupyterExecutor(AsyncClosing):
             kernel = await self._ready_kernel()
         except _KernelBroken as exc:
             return _outcome(output, str(exc), broken=True)
-        await kernel.drain_replies()
-        msg_id = kernel.client.execute(code, allow_stdin=False, stop_on_error=False)
+        msg_id = ""  # set before any await that could time out: execute() only queues it
         try:
+            await kernel.drain_replies()
             async with asyncio.timeout(self.timeout_s):
+                msg_id = kernel.client.execute(code, allow_stdin=False, stop_on_error=False)
                 await kernel.collect(msg_id, output)
         except TimeoutError:
             why = f"TimeoutError: the code did not finish within {self.timeout_s:g} s"
@@ -270,6 +271,10 @@ class JupyterExecutor(AsyncClosing):
         except _KernelBroken as exc:
             await self._discard()
             return _outcome(output, f"{exc} {_STATE_LOST}", broken=True)
+        except Exception as exc:  # ZeroMQ refused a send or receive: the channel is broken
+            await self._discard()
+            note = f"The connection to the Jupyter kernel broke ({exc!r}). {_STATE_LOST}"
+            return _outcome(output, note, broken=True)
         except BaseException:  # cancellation: stop the code, keep the kernel if it goes idle
             await self._interrupt(kernel, msg_id, output, "cancelled")
             raise
@@ -309,7 +314,7 @@ class JupyterExecutor(AsyncClosing):
             return kernel
         if not await kernel.alive():
             await self._discard()
-            raise _KernelBroken(f"{kernel._died()} {_STATE_LOST}")
+            raise _KernelBroken(f"{kernel.died_message()} {_STATE_LOST}")
         return kernel
 
     async def _start(self) -> _Kernel:

@@ -138,6 +138,18 @@ async def test_a_kernel_killed_between_actions_is_reported_then_replaced(kernel)
     assert await run(kernel, "1 + 1") == (ActionStatus.EXECUTED, "2\n")
 
 
+async def test_a_broken_connection_to_the_kernel_is_an_env_error_then_a_new_kernel(kernel):
+    await run(kernel, "1")
+    kernel._kernel.client.stop_channels()  # the ZeroMQ sockets are gone under the executor
+
+    status, observation = await run(kernel, "2")
+
+    assert status is ActionStatus.ENV_ERROR
+    assert observation.startswith("The connection to the Jupyter kernel broke (")
+    assert observation.endswith("Its state is lost; the next action starts a new kernel.")
+    assert await run(kernel, "3") == (ActionStatus.EXECUTED, "3\n")
+
+
 async def test_outputs_arrive_in_the_order_the_kernel_sent_them(kernel):
     code = (
         "import sys\n"

@@ -85,6 +85,7 @@ def test_inherit_env_must_be_a_bool():
 
 
 def test_construction_starts_nothing():
+    pytest.importorskip("ipykernel")
     executor = JupyterExecutor()
     assert executor.pid is None
     assert repr(executor) == "JupyterExecutor('python3', timeout_s=30, pid=None)"
