@@ -288,7 +288,7 @@ class JupyterExecutor(AsyncClosing):
             await kernel.manager.interrupt_kernel()
             async with asyncio.timeout(_INTERRUPT_GRACE_S):
                 await kernel.collect(msg_id, output)  # the KeyboardInterrupt, then idle
-        except (TimeoutError, _KernelBroken, RuntimeError, OSError):
+        except Exception:  # still busy, dead, or its channel broke: replace it
             await self._discard()
             return f"{why} and did not stop when interrupted: the kernel was stopped. {_STATE_LOST}"
         except BaseException:  # cancelled again while waiting: leave no kernel in doubt
@@ -313,8 +313,9 @@ class JupyterExecutor(AsyncClosing):
             self._kernel = kernel = await self._start()
             return kernel
         if not await kernel.alive():
+            died = kernel.died_message()  # before the shutdown forgets the exit code
             await self._discard()
-            raise _KernelBroken(f"{kernel.died_message()} {_STATE_LOST}")
+            raise _KernelBroken(f"{died} {_STATE_LOST}")
         return kernel
 
     async def _start(self) -> _Kernel:

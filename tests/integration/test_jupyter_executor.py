@@ -8,8 +8,10 @@ test sets up the state it reads in the same test.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -212,6 +214,22 @@ async def test_a_cancelled_execute_interrupts_the_code_and_the_kernel_keeps_its_
 
 async def test_an_empty_action_is_executed_with_an_empty_observation(kernel):
     assert await run(kernel, "") == (ActionStatus.EXECUTED, "")
+
+
+async def test_a_kernel_that_cannot_start_is_an_env_error_each_time(tmp_path, monkeypatch):
+    spec = tmp_path / "kernels" / "exits-at-once"
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-c", "import sys; sys.exit(3)", "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+
+    async with JupyterExecutor("exits-at-once", start_timeout_s=30) as executor:
+        outcomes = [await executor.execute(Action(text="1")) for _ in range(2)]
+
+    for outcome in outcomes:
+        assert outcome.status is ActionStatus.ENV_ERROR
+        assert outcome.observation.startswith("The Jupyter kernel 'exits-at-once' could not start")
+    assert executor.pid is None
 
 
 async def test_output_beyond_the_cap_is_counted_not_kept():
