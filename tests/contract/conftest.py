@@ -5,8 +5,8 @@ it is left out the same way, with a warning.
 
 PostgresStore joins the run only where it can be judged: with PostgreSQL's binaries and psycopg
 installed, or always in CI (where the session fixture then fails loudly if they are missing).
-MCPExecutor and OpenTelemetrySink likewise join where their extra (``mcp``, ``otel``) is
-installed, or always in CI (where a missing extra fails the module).
+MCPExecutor, JupyterExecutor and OpenTelemetrySink likewise join where their extra (``mcp``,
+``jupyter``, ``otel``) is installed, or always in CI (where a missing extra fails the module).
 Elsewhere each is left out of collection with a warning instead of being collected and skipped:
 an implementation whose every promise was skipped makes the verdict ``incomplete``, and the main
 job must pass on a fresh machine that has only the embedded default store.
@@ -55,5 +55,14 @@ if not in_ci():
         warnings.warn(
             "OpenAIChatModel is not judged in this conformance run: it needs the openai extra "
             "(pip install 'polyloop[openai]')",
+            stacklevel=1,
+        )
+    if importlib.util.find_spec("jupyter_client") is None or (
+        importlib.util.find_spec("ipykernel") is None
+    ):
+        collect_ignore.append("test_jupyter_executor_contract.py")
+        warnings.warn(
+            "JupyterExecutor is not judged in this conformance run: it needs jupyter_client and "
+            "ipykernel (pip install 'polyloop[jupyter]')",
             stacklevel=1,
         )
