@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from polyloop import (
@@ -92,16 +93,23 @@ class JsonLinesStore:
         return [record_from_json(line) for line in lines if line]
 
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
-        # No await between the checks and the write: nothing can interleave in this process.
+        await self.append_many(run_id, [record], sequence=sequence)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        # The rules of append for each record in order, all checked before anything is written:
+        # a violation anywhere writes none of the batch. No await between checks and write.
         log = self._read(run_id)
-        if isinstance(record, RunStarted) and log:
-            raise RunAlreadyExists(run_id)
-        if log and isinstance(log[-1], RunFinished):
-            raise RunAlreadyFinished(run_id)
-        if sequence != len(log):
-            raise RunConflict(f"{run_id}: sequence {sequence}, log has {len(log)} records")
+        length, finished = len(log), bool(log) and isinstance(log[-1], RunFinished)
+        for at, record in enumerate(records, start=sequence):
+            if isinstance(record, RunStarted) and length:
+                raise RunAlreadyExists(run_id)
+            if finished:
+                raise RunAlreadyFinished(run_id)
+            if at != length:
+                raise RunConflict(f"{run_id}: sequence {at}, log has {length} records")
+            length, finished = length + 1, isinstance(record, RunFinished)
         with self._path(run_id).open("a", encoding="utf-8") as file:
-            file.write(record.to_json() + "\n")
+            file.write("".join(record.to_json() + "\n" for record in records))  # one write
 
     async def read_log(self, run_id: str) -> RunLog:
         return RunLog(tuple(self._read(run_id)))

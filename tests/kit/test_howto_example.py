@@ -34,8 +34,8 @@ def test_the_worked_example_keeps_every_promise_it_claims(pytester: pytest.Pytes
     for path in EXAMPLE.glob("*.py"):
         pytester.makepyfile(**{path.stem: path.read_text("utf-8")})
     result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-rs")
-    result.assert_outcomes(passed=22, skipped=5)
-    assert "22 passed, 5 skipped" in GUIDE.read_text("utf-8")
+    result.assert_outcomes(passed=25, skipped=5)
+    assert "25 passed, 5 skipped" in GUIDE.read_text("utf-8")
     skips = [line for line in result.outlines if line.startswith("SKIPPED")]
     assert len(skips) == 5
     assert all((parse_skip_reason(line) or {}).get("outcome") == "unverifiable" for line in skips)
