@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from polyloop import (
@@ -97,20 +98,28 @@ class JsonLinesStore:
         return [record_from_json(line) for line in lines if line]
 
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
-        # No await between the checks and the write: nothing can interleave in this process.
+        await self.append_many(run_id, [record], sequence=sequence)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        # The rules of append for each record in order, all checked before anything is written:
+        # a violation anywhere writes none of the batch. No await between checks and write.
         committed = self._committed(run_id)
         log = self._read(run_id)
-        if isinstance(record, RunStarted) and log:
-            raise RunAlreadyExists(run_id)
-        if log and isinstance(log[-1], RunFinished):
-            raise RunAlreadyFinished(run_id)
-        if sequence != len(log):
-            raise RunConflict(f"{run_id}: sequence {sequence}, log has {len(log)} records")
+        length, finished = len(log), bool(log) and isinstance(log[-1], RunFinished)
+        for at, record in enumerate(records, start=sequence):
+            if isinstance(record, RunStarted) and length:
+                raise RunAlreadyExists(run_id)
+            if finished:
+                raise RunAlreadyFinished(run_id)
+            if at != length:
+                raise RunConflict(f"{run_id}: sequence {at}, log has {length} records")
+            length, finished = length + 1, isinstance(record, RunFinished)
+        lines = "".join(record.to_json() + "\n" for record in records)
         with self._path(run_id).open("ab") as file:
             file.truncate(len(committed))  # drop a torn line before writing after it
-            file.write(record.to_json().encode("utf-8") + b"\n")
+            file.write(lines.encode("utf-8"))  # the whole batch in one write
             file.flush()
-            os.fsync(file.fileno())  # durable when append returns, power loss included
+            os.fsync(file.fileno())  # durable when append_many returns, power loss included
 
     async def read_log(self, run_id: str) -> RunLog:
         return RunLog(tuple(self._read(run_id)))

@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
-from polyloop.ports import RunStore
+from polyloop.ports import BatchRunStore, RunStore
 from polyloop.testing import strategies as pst
 from polyloop.testing._base import (
     ContractBase,
@@ -154,6 +154,23 @@ def _summary(problems: list[str], findings: CrashFindings) -> str:
     shown = "\n".join(problems[:5])
     more = f"\n… and {len(problems) - 5} more" if len(problems) > 5 else ""
     return f"{shown}{more}\n({findings.acknowledged} acknowledged appends over the rounds)"
+
+
+def _require_batches(store: RunStore) -> BatchRunStore:
+    _check_store(store)
+    if not isinstance(store, BatchRunStore):
+        not_applicable(
+            promise="append_many(run_id, records, *, sequence) is atomic, fenced and ordered",
+            why=(
+                "this store has no append_many; the loop then appends the records of a batch "
+                "one by one (one durable commit each)"
+            ),
+            verify_yourself=(
+                "add async append_many(run_id, records, *, sequence) that writes all records "
+                "in one transaction, applying the append rules to each in order"
+            ),
+        )
+    return store
 
 
 def _assert_log_is(log: RunLog, expected: Sequence[Record], what: str) -> None:
@@ -415,6 +432,86 @@ class RunStoreContract(ContractBase):
         assert not bad, f"run_ids() must hold str run ids, found {short(bad)}"
         assert after.count(run_id) == 1, (
             f"run_ids() lists the new run {after.count(run_id)} times after its start was appended"
+        )
+
+    async def test_batch_is_atomic(self, run_store: RunStore) -> None:
+        """``append_many`` writes all of its records or none: a batch whose k-th record breaks
+        an append rule raises that rule's error and leaves the log as it was.
+
+        The loop commits a step's reply together with its action intent. A store that writes
+        the records before the bad one leaves a log the loop never wrote — a reply without the
+        intent it was committed with, or records after a refused finish. Checked when the store
+        has ``append_many`` (the optional batch method of the seam).
+        """
+        batches = _require_batches(run_store)
+        run_id = _fresh_run_id()
+        records: list[Record] = [_started(run_id)]
+        await _append_all(run_store, run_id, records)
+        bad: list[tuple[list[Record], type[Exception]]] = [
+            ([ModelCallIntent(step_index=0, prompt_chars=1), _started(run_id)], RunAlreadyExists),
+            (
+                [_finished(), ModelCallIntent(step_index=0, prompt_chars=2)],
+                RunAlreadyFinished,
+            ),
+        ]
+        for batch, error in bad:
+            with pytest.raises(error):
+                await batches.append_many(run_id, batch, sequence=1)
+            _assert_log_is(
+                await _read(run_store, run_id), records, f"a refused batch ending {error.__name__}"
+            )
+
+    async def test_batch_is_fenced(self, run_store: RunStore) -> None:
+        """``append_many`` at a ``sequence`` other than the log's length raises ``RunConflict``
+        and writes none of the batch; at the right ``sequence`` every record takes the next
+        index, in order.
+
+        This is the fence of ``append`` applied to the batch as a whole: the losing process of a
+        race must not get half of its batch in — its action intent would then sit in the
+        winner's log as if the winner had meant it.
+        """
+        batches = _require_batches(run_store)
+        run_id = _fresh_run_id()
+        records: list[Record] = [_started(run_id)]
+        await _append_all(run_store, run_id, records)
+        batch: list[Record] = [
+            ModelCallIntent(step_index=0, prompt_chars=5),
+            ActionIntent(step_index=0, action=Action(text="an action that must not run twice")),
+        ]
+        for sequence in (0, 2, 9):
+            with pytest.raises(RunConflict):
+                await batches.append_many(run_id, batch, sequence=sequence)
+            _assert_log_is(await _read(run_store, run_id), records, "a stale batch changed the log")
+        await batches.append_many(run_id, batch, sequence=1)
+        with pytest.raises(RunConflict):  # the same batch again: the log has moved on
+            await batches.append_many(run_id, batch, sequence=1)
+        _assert_log_is(
+            await _read(run_store, run_id), [*records, *batch], "the batch at the right sequence"
+        )
+
+    async def test_batches_and_single_appends_interleave_in_order(
+        self, run_store: RunStore
+    ) -> None:
+        """Single appends and batches take consecutive sequences in the order they were made,
+        and a batch may end the run (a final step with its ``RunFinished``).
+
+        The loop mixes both on one log and resumes from what it reads back; a store that keeps
+        a batch apart from single records (or reorders inside a batch) rebuilds another run.
+        """
+        batches = _require_batches(run_store)
+        run_id = _fresh_run_id()
+        first: list[Record] = [_started(run_id), ModelCallIntent(step_index=0, prompt_chars=3)]
+        await batches.append_many(run_id, first, sequence=0)
+        single = ModelCallIntent(step_index=1, prompt_chars=7)
+        await run_store.append(run_id, single, sequence=2)
+        last: list[Record] = [
+            ModelCallIntent(step_index=2, prompt_chars=2),
+            ModelCallIntent(step_index=0, prompt_chars=9),
+            _finished(),
+        ]
+        await batches.append_many(run_id, last, sequence=3)
+        _assert_log_is(
+            await _read(run_store, run_id), [*first, single, *last], "batches and appends mixed"
         )
 
     async def test_atomic_append(self, run_store: RunStore, store_samples: object) -> None:

@@ -749,3 +749,39 @@ class ListsOnlyUnfinishedRuns(MemoryStore):
 
     async def run_ids(self) -> list[str]:
         return sorted(r for r, log in self._logs.items() if not isinstance(log[-1], RunFinished))
+
+
+# --------------------------------------------------------------------------- run store batches
+# Each overrides only ``append_many`` (``MemoryStore.append`` is a batch of one, so single
+# appends go through it too — the breakers call the reference's own method for the records).
+
+
+class BatchWritesUntilTheBadRecord(MemoryStore):
+    """Appends a batch record by record: the records before a refused one stay written."""
+
+    async def append_many(self, run_id: str, records: Any, *, sequence: int) -> None:
+        for offset, record in enumerate(records):
+            await MemoryStore.append_many(self, run_id, (record,), sequence=sequence + offset)
+
+
+class BatchFencesOnlyItsLastRecord(MemoryStore):
+    """Writes the batch at the log's end, checking ``sequence`` only against the last record."""
+
+    async def append_many(self, run_id: str, records: Any, *, sequence: int) -> None:
+        *head, last = records
+        length = len(self._logs.get(run_id, []))
+        if head:
+            await MemoryStore.append_many(self, run_id, head, sequence=length)
+        await MemoryStore.append_many(self, run_id, (last,), sequence=sequence + len(head))
+
+
+class BatchWrittenBackwards(MemoryStore):
+    """Atomic and fenced, but stores the batch's records in reverse order."""
+
+    async def append_many(self, run_id: str, records: Any, *, sequence: int) -> None:
+        if len(records) == 1:
+            await MemoryStore.append_many(self, run_id, records, sequence=sequence)
+            return
+        await MemoryStore.append_many(self, run_id, records, sequence=sequence)
+        log = self._logs[run_id]
+        log[sequence:] = reversed(log[sequence:])

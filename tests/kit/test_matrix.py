@@ -52,6 +52,8 @@ _READS_BACK = (
     "finished_run_rejects_records rejects_out_of_order_sequence"
 )
 
+_BATCHES = "batch_is_atomic batch_is_fenced batches_and_single_appends_interleave_in_order"
+
 MATRIX: dict[str, SeamMatrix] = {
     "action_executor": SeamMatrix(
         reference="ReferenceExecutor",
@@ -141,20 +143,25 @@ MATRIX: dict[str, SeamMatrix] = {
                 "ZeroBecomesNone",
                 "round_trips_every_record_kind preserves_append_order runs_are_isolated "
                 "concurrent_appends_to_distinct_runs finished_run_rejects_records "
-                "rejects_out_of_order_sequence",
+                "rejects_out_of_order_sequence batch_is_fenced "
+                "batches_and_single_appends_interleave_in_order",
             ),
             _b("EmptyStringBecomesNone", "round_trips_every_record_kind"),
             _b(
                 "StopReasonAsPlainString",
-                "finished_run_rejects_records",
+                "finished_run_rejects_records batches_and_single_appends_interleave_in_order",
                 "round_trips_every_record_kind",
             ),
             _b("UnknownRunRaises", "unknown_run_reads_as_empty_log"),
-            _b("SortsByStepIndex", "preserves_append_order", "round_trips_every_record_kind"),
+            _b(
+                "SortsByStepIndex",
+                "preserves_append_order batches_and_single_appends_interleave_in_order",
+                "round_trips_every_record_kind",
+            ),
             _b(
                 "IgnoresRunId",
                 "runs_are_isolated concurrent_appends_to_distinct_runs lists_its_runs "
-                "round_trips_every_record_kind start_is_exclusive",
+                "round_trips_every_record_kind start_is_exclusive " + _BATCHES,
             ),
             _b("LosesConcurrentAppends", "concurrent_appends_to_distinct_runs"),
             _b("IgnoresSequence", "rejects_out_of_order_sequence"),
@@ -163,7 +170,13 @@ MATRIX: dict[str, SeamMatrix] = {
             _b("ConflictBeforeOtherErrors", "start_is_exclusive finished_run_rejects_records"),
             _b("ListsNoRuns", "lists_its_runs"),
             _b("RunIdsAsTuple", "lists_its_runs"),
-            _b("ReturnsRecordTuple", _READS_BACK),
+            _b("ReturnsRecordTuple", _READS_BACK + " " + _BATCHES),
+            _b("BatchWritesUntilTheBadRecord", "batch_is_atomic"),
+            _b("BatchFencesOnlyItsLastRecord", "batch_is_fenced batch_is_atomic"),
+            _b(
+                "BatchWrittenBackwards",
+                "batches_and_single_appends_interleave_in_order batch_is_fenced",
+            ),
         ),
     ),
 }

@@ -89,7 +89,7 @@ def test_a_plain_run_shows_each_unverifiable_promise_as_a_three_part_skip_reason
         )
     )
     result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-rs")
-    result.assert_outcomes(passed=10, skipped=2)
+    result.assert_outcomes(passed=13, skipped=2)
     skip_lines = [line for line in result.outlines if line.startswith("SKIPPED")]
     assert len(skip_lines) == 2
     for line in skip_lines:
@@ -180,7 +180,7 @@ def test_suites_run_in_strict_mode_with_no_configuration_and_honour_loop_scope(
     result = pytester.runpytest_inprocess(
         *BARE_SANDBOX_ARGS, "-W", "ignore:The configuration option:DeprecationWarning"
     )
-    result.assert_outcomes(passed=10 + 7, skipped=2)
+    result.assert_outcomes(passed=13 + 7, skipped=2)
     text = result.stdout.str()
     assert "not an async function" not in text
     assert "not natively supported" not in text
