@@ -1,14 +1,13 @@
 """PythonExecutor keeps every ActionExecutor promise of the contract kit (real child processes).
 
 It has no refusal path (any text is code to run), which it declares with ``never_refuses``; its
-environment is broken by killing the session and removing the directory it runs in, so no new
-session can start either.
+environment is broken by killing the session from outside between two actions: the next
+``execute`` must return ``env_error`` (the session's state is lost), not start afresh quietly.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,12 +20,10 @@ from polyloop.executors import PythonExecutor
 from polyloop.testing import ActionExecutorContract, ActionSamples
 
 
-async def remove_the_sessions_world(executor: PythonExecutor) -> None:
-    """Start the session, then take its working directory away and kill it."""
+async def kill_the_session(executor: PythonExecutor) -> None:
+    """Start the session (with state worth losing), then kill it from outside."""
     await executor.execute(Action(text="started = True"))
-    assert executor.cwd is not None
     assert executor.pid is not None
-    shutil.rmtree(executor.cwd)
     os.kill(executor.pid, signal.SIGKILL)
 
 
@@ -46,5 +43,5 @@ class TestPythonExecutorContract(ActionExecutorContract):
             executes_cleanly=Action(text="total = sum(range(10))\nprint(total)"),
             executes_but_errors=Action(text="1 / 0"),
             never_refuses=True,
-            break_environment=remove_the_sessions_world,
+            break_environment=kill_the_session,
         )
