@@ -24,7 +24,7 @@ from pytest_polyloop._discovery import (
     module_has_tags,
     tagged_fixtures,
 )
-from pytest_polyloop._generate import generate_suite
+from pytest_polyloop._generate import generate_suite, suite_name
 from pytest_polyloop._registry import SeamRegistry
 
 __all__ = ["Collection", "GeneratedSuite", "HolderModule"]
@@ -93,6 +93,9 @@ class Collection:
         self.ini_tagged = list(ini_tagged)
         self.ini_waivers = ini_waivers
         self.implementations: dict[str, Implementation] = {}
+        # (module node id, suite class name) → its implementation: two ids that differ only
+        # in punctuation would make one class name, one set of node ids, mixed results.
+        self.suite_names: dict[tuple[str, str], Implementation] = {}
         self.misuses: list[Misuse] = []
 
     def _conftest_module(self, path: Path) -> types.ModuleType | None:
@@ -163,6 +166,7 @@ class Collection:
                 )
                 continue
             self.implementations[implementation.id] = implementation
+            self.suite_names[(module.nodeid, suite_class.__name__)] = implementation
             suites.append(make_suite_node(module, suite_class))
         return suites
 
@@ -191,6 +195,17 @@ class Collection:
                 misuse(
                     f"implementation id {implementation.id!r} is already used by {earlier.source}: "
                     "ids must be unique in the session; pass id='...' to seam(...)"
+                )
+            )
+        registered = self.registry.get(implementation.seam)
+        name = suite_name(registered.suite, implementation.id) if registered else ""
+        twin = self.suite_names.get((module.nodeid, name))
+        if twin is not None and twin.id != implementation.id:
+            problems.append(
+                misuse(
+                    f"implementation id {implementation.id!r} and {twin.id!r} ({twin.source}) "
+                    f"both make the suite class {name}: ids must differ in a letter or digit, "
+                    "not only in punctuation"
                 )
             )
         if implementation.route == "ini" and not _visible(implementation.fixture, module):

@@ -11,10 +11,19 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from polyloop.report import OUTCOMES, SCHEMA, Key, load_report, outcomes_by_key
-from pytest_polyloop._outcomes import Judgement, PhaseResult, classify
+import pytest
 
-__all__ = ["build_report", "load_baseline", "verdict_exit_status", "write_json", "write_markdown"]
+from polyloop.report import OUTCOMES, SCHEMA, Key, load_report, outcomes_by_key
+from pytest_polyloop._outcomes import Judgement, PhaseResult, classify, teardown_failure
+
+__all__ = [
+    "build_report",
+    "check_writable",
+    "load_baseline",
+    "verdict_exit_status",
+    "write_json",
+    "write_markdown",
+]
 
 
 def load_baseline(path: Path) -> dict[Key, str]:
@@ -71,8 +80,11 @@ def build_implementation(
     docs = {promise["id"]: promise["doc"] for promise in entry["catalogue"]}
     waive: Mapping[str, str] = entry["waive"]
     overridden = set(entry["overridden"])
-    promises = []
+    promises, teardown_errors = [], []
     for nodeid, promise_id in sorted(entry["items"].items(), key=lambda pair: pair[1]):
+        teardown_error = teardown_failure(results.get(nodeid, ()))
+        if teardown_error is not None:
+            teardown_errors.append(f"{teardown_error} (after {nodeid})")
         judgement = classify(
             results.get(nodeid, ()),
             overridden=promise_id in overridden,
@@ -98,6 +110,7 @@ def build_implementation(
         "collected": len(reported),
         "catalogue": len(docs),
         "missing": sorted(set(docs) - reported),
+        "teardown_errors": teardown_errors,
         "promises": promises,
     }
 
@@ -107,6 +120,8 @@ def _is_incomplete(implementation: Mapping[str, Any], waive: Mapping[str, str]) 
         return True
     if implementation["counts"]["held"] == 0:
         return True  # an empty contract never passes trivially
+    if implementation["teardown_errors"]:
+        return True  # the run did not end cleanly; no promise is to blame for it
     return any(
         promise["outcome"] == "overridden" and not waive.get(promise["id"])
         for promise in implementation["promises"]
@@ -154,6 +169,26 @@ def build_report(
 def verdict_exit_status(verdict: str) -> int:
     """0 conformant, 1 violations/incomplete, 5 no implementations."""
     return {"conformant": 0, "violations": 1, "incomplete": 1, "no_implementations": 5}[verdict]
+
+
+def check_writable(option: str, value: str | None) -> None:
+    """Raise ``pytest.UsageError`` (one line) if a report could not be written to ``value``:
+    a directory, a path under a regular file, a directory that refuses new files. Checked
+    before the run, so a mistyped path does not cost a whole run and end in a traceback."""
+    if not value:
+        return
+    path = Path(value)
+    existing = next(parent for parent in (path, *path.parents) if parent.exists())
+    if existing == path and path.is_dir():
+        problem = "is a directory"
+    elif existing != path and not existing.is_dir():
+        problem = f"{existing} is not a directory"
+    elif not os.access(existing, os.W_OK):
+        problem = f"{existing} is not writable"
+    else:
+        return
+    flag = "--" + option.replace("_", "-")
+    raise pytest.UsageError(f"{flag} {value}: cannot write the report there: {problem}")
 
 
 def write_json(report: Mapping[str, Any], path: Path) -> None:

@@ -24,10 +24,17 @@ from pytest_polyloop._discovery import (
     relative_path,
 )
 from pytest_polyloop._implementations import Implementations
-from pytest_polyloop._outcomes import PROPERTY_ITEM, PROPERTY_SKIP, PhaseResult, phase_result
+from pytest_polyloop._outcomes import (
+    CRASH_PHASE,
+    PROPERTY_ITEM,
+    PROPERTY_SKIP,
+    PhaseResult,
+    phase_result,
+)
 from pytest_polyloop._registry import SeamRegistry
 from pytest_polyloop._report import (
     build_report,
+    check_writable,
     load_baseline,
     verdict_exit_status,
     write_json,
@@ -58,6 +65,9 @@ class ConformanceSession:
         self.results: dict[str, list[PhaseResult]] = {}
         self.report: dict[str, Any] | None = None
         self.seam_filter: list[str] = list(config.getoption("polyloop_seam"))
+        if not self.is_worker:  # the controller checked; a worker must not die of it
+            for option in ("polyloop_report", "polyloop_report_md"):
+                check_writable(option, config.getoption(option))
         baseline = config.getoption("polyloop_baseline")
         try:
             self.baseline = load_baseline(Path(baseline)) if baseline else None
@@ -170,7 +180,10 @@ class ConformanceSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
             return  # xdist ships the report to the controller, which aggregates
-        if any(name == PROPERTY_ITEM for name, _ in report.user_properties):
+        # xdist builds the report of a test whose worker died itself, without our properties;
+        # it is kept by node id, and the report judges only the node ids of contract items.
+        crashed = report.when == CRASH_PHASE
+        if crashed or any(name == PROPERTY_ITEM for name, _ in report.user_properties):
             self.results.setdefault(report.nodeid, []).append(phase_result(report))
 
     @pytest.hookimpl(optionalhook=True)
@@ -191,12 +204,8 @@ class ConformanceSession:
         if self.worker_misuses:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
-        if exitstatus not in (
-            pytest.ExitCode.OK,
-            pytest.ExitCode.TESTS_FAILED,
-            pytest.ExitCode.NO_TESTS_COLLECTED,
-        ):
-            return  # interrupted, internal or usage error: pytest's status stands
+        if exitstatus in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+            return  # pytest's status stands, and the results cannot be trusted
         all_promises = [spec for seam in self.registry.seams() for spec in seam.suite.promises()]
         report = build_report(
             implementations=self.implementations.as_list(),
@@ -216,7 +225,8 @@ class ConformanceSession:
             write_json(report, Path(json_path))
         md_path = self.config.getoption("polyloop_report_md")
         write_markdown(render_markdown(report), Path(md_path) if md_path else None)
-        session.exitstatus = verdict_exit_status(report["verdict"])
+        if exitstatus != pytest.ExitCode.INTERRUPTED:  # --sw, -x under xdist, Ctrl-C: stays red
+            session.exitstatus = verdict_exit_status(report["verdict"])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:

@@ -17,7 +17,8 @@ Class attributes read by ``pytest_polyloop``:
   tests run in; set it to the scope your implementation's fixture lives in.
 * ``waive: ClassVar[Mapping[str, str]] = {}`` — promise id → reason. The kit applies it: a waived
   promise runs under ``xfail(strict=True, reason="waived: <reason>")``, so a failure is an xfail
-  (outcome ``waived``) and a pass is a strict XPASS failure (``stale_waiver``).
+  (outcome ``waived``) and a pass is a strict XPASS failure (``stale_waiver``). A promise test the
+  subclass replaced is not put under xfail: the replacement's own result counts.
 
 Class creation (``__init_subclass__``) of a concrete subclass adds
 ``pytest.mark.asyncio(loop_scope=cls.loop_scope)`` to the class's *own* ``pytestmark`` (the suites
@@ -216,10 +217,15 @@ class ContractBase:
 
     @pytest.fixture(autouse=True)
     def _polyloop_waiver(self, request: pytest.FixtureRequest) -> None:
-        """Run a waived promise under ``xfail(strict=True)``: fail → waived, pass → stale."""
+        """Run a waived promise under ``xfail(strict=True)``: fail → waived, pass → stale.
+
+        Not a replaced promise test: the replacement's own result counts (``overridden`` if it
+        passes, ``violated`` if it fails), so plain ``pytest`` stays green for a passing one.
+        """
         test_name = getattr(request.node, "originalname", None) or request.node.name
         spec = type(self).promise_for_test(test_name)
-        if spec is not None and spec.id in type(self).waive:
+        replaced = spec is not None and getattr(type(self), test_name, None) is not spec.function
+        if spec is not None and spec.id in type(self).waive and not replaced:
             reason = type(self).waive[spec.id]
             request.applymarker(pytest.mark.xfail(strict=True, reason=f"waived: {reason}"))
 
