@@ -178,8 +178,15 @@ def render_text(report: Mapping[str, Any]) -> str:
             if promise.get("detail") and outcome in ("violated", "pending"):
                 lines.extend(_indent(promise["detail"], "      "))
             if outcome in ("violated", "stale_waiver", "pending"):
-                lines.append(f"      rerun: pytest --polyloop-conformance '{promise['nodeid']}'")
+                lines.append(f"      rerun: pytest --polyloop-conformance '{_suite_of(promise)}'")
     return "\n".join(lines) + "\n"
+
+
+def _suite_of(promise: Mapping[str, Any]) -> str:
+    """The node id of the promise's class: rerunning the whole suite judges the whole catalogue,
+    so the rerun can end ``conformant`` (one item alone is always ``incomplete``)."""
+    nodeid = str(promise.get("nodeid") or "")
+    return nodeid.rsplit("::", 1)[0] if "::" in nodeid else nodeid
 
 
 def _unverifiable_lines(entries: list[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> list[str]:

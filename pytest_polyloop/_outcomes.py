@@ -6,6 +6,7 @@ arrives from xdist workers), output is a :class:`Judgement`. No pytest objects h
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -63,8 +64,9 @@ def phase_result(report: Any) -> PhaseResult:
         crash = str(getattr(reprcrash, "message", ""))
     contract_skip = None
     for name, value in report.user_properties:
-        if name == PROPERTY_SKIP and isinstance(value, Mapping):
-            contract_skip = {str(key): str(part) for key, part in value.items()}
+        if name == PROPERTY_SKIP and isinstance(value, str):
+            parts = json.loads(value)  # JSON, so junit XML shows it readably
+            contract_skip = {str(key): str(part) for key, part in parts.items()}
     return PhaseResult(
         when=str(report.when),
         outcome=str(report.outcome),
