@@ -50,6 +50,7 @@ class Judgement:
     verify_yourself: str | None = None
     promise: str | None = None
     waiver_reason: str | None = None
+    kept_by: str | None = None
 
 
 def phase_result(report: Any) -> PhaseResult:
@@ -182,6 +183,7 @@ def _skipped(case: _Case) -> Judgement | None:
             promise=parts.get("promise"),
             why=parts.get("why"),
             verify_yourself=parts.get("verify_yourself"),
+            kept_by=parts.get("kept_by"),
         )
     why = phase.skip_reason.removeprefix("Skipped: ") or "skipped"
     return Judgement(outcome="not_applicable", duration_s=case.duration, why=why)

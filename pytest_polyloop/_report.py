@@ -83,7 +83,7 @@ def _promise_entry(
         outcome = "pending"
         note = "pending: new in this kit or pending in the baseline, so it does not fail the run"
         detail = f"{detail}\n({note})" if detail else note
-    return {
+    entry = {
         "id": promise_id,
         "outcome": outcome,
         "nodeid": nodeid,
@@ -94,6 +94,9 @@ def _promise_entry(
         "detail": detail,
         "waiver_reason": judgement.waiver_reason,
     }
+    if judgement.kept_by:
+        entry["kept_by"] = judgement.kept_by  # optional: only promises polyloop keeps itself
+    return entry
 
 
 def build_implementation(

@@ -60,6 +60,7 @@ from polyloop.testing._run_store import RunStoreContract  # noqa: E402
 from polyloop.testing._samples import ActionSamples, ModelSamples, ParserSamples  # noqa: E402
 from polyloop.testing._skips import (  # noqa: E402
     ContractSkip,
+    kept_by_library,
     not_applicable,
     parse_skip_reason,
     unverifiable,
@@ -93,6 +94,7 @@ __all__ = [
     "RecordTypes",
     "RunStoreContract",
     "bounded_settings",
+    "kept_by_library",
     "not_applicable",
     "parse_skip_reason",
     "strategies",

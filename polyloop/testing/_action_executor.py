@@ -22,7 +22,7 @@ from polyloop.testing._base import (
 from polyloop.testing._cancel import assert_cancellation_propagates
 from polyloop.testing._samples import ActionSamples
 from polyloop.testing._shapes import action_outcome_problems, short
-from polyloop.testing._skips import unverifiable
+from polyloop.testing._skips import kept_by_library, unverifiable
 from polyloop.types import ActionOutcome
 
 __all__ = ["ActionExecutorContract"]
@@ -241,14 +241,14 @@ class ActionExecutorContract(ContractBase):
         configured synthetic observation, so what the model sees is part of the parameter
         snapshot. The substitution is a property of a whole run, not of this seam.
         """
-        unverifiable(
+        kept_by_library(
             promise=(
                 "for not_executed and env_error the model sees the library's synthetic "
                 "observation and the executor's own text is kept only for audit"
             ),
             why="the substitution happens in the loop after execute() returns, not in the executor",
-            verify_yourself=(
-                "nothing to do in your executor: fill observation as usual; the substitution is "
-                f"guarded by {_LIBRARY_TESTS}"
+            guarded_by=(
+                "tests/unit/test_step_records.py::test_an_action_that_did_not_execute_records_the"
+                "_synthetic_text_and_keeps_the_executors"
             ),
         )

@@ -25,7 +25,7 @@ from polyloop.testing._base import (
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
 from polyloop.testing._shapes import short
-from polyloop.testing._skips import unverifiable
+from polyloop.testing._skips import kept_by_library
 from polyloop.types import Event, ModelCallIntent, RunStarted
 
 __all__ = ["EventSinkContract"]
@@ -152,15 +152,14 @@ class EventSinkContract(ContractBase):
         from ``emit`` (not ``CancelledError``) and adds one to
         ``RunResult.event_delivery_failures``; a sink is free to raise.
         """
-        unverifiable(
+        kept_by_library(
             promise=(
                 "an exception from emit() never interrupts a run; the library counts it in "
                 "RunResult.event_delivery_failures"
             ),
             why="the isolation is done by the loop around emit(), not by the sink",
-            verify_yourself=(
-                "nothing to do in your sink (raising on a failed delivery is fine); the "
-                "isolation is guarded by polyloop's own loop tests — watch "
-                "event_delivery_failures in your runs"
+            guarded_by=(
+                "tests/unit/test_events.py::test_sink_exceptions_are_counted_and_never_interrupt"
+                "_the_run, ::test_a_sink_that_always_fails_still_lets_the_run_finish"
             ),
         )

@@ -14,7 +14,13 @@ from typing import Literal, NoReturn
 
 import pytest
 
-__all__ = ["ContractSkip", "not_applicable", "parse_skip_reason", "unverifiable"]
+__all__ = [
+    "ContractSkip",
+    "kept_by_library",
+    "not_applicable",
+    "parse_skip_reason",
+    "unverifiable",
+]
 
 SkipOutcome = Literal["unverifiable", "not_applicable"]
 
@@ -38,7 +44,15 @@ class ContractSkip(pytest.skip.Exception):  # type: ignore[misc, name-defined]
     (``not applicable to this implementation:`` for ``not_applicable``).
     """
 
-    def __init__(self, *, outcome: SkipOutcome, promise: str, why: str, verify_yourself: str):
+    def __init__(
+        self,
+        *,
+        outcome: SkipOutcome,
+        promise: str,
+        why: str,
+        verify_yourself: str,
+        kept_by: str | None = None,
+    ):
         if outcome not in _WHY:
             raise ValueError(
                 f"ContractSkip outcome must be 'unverifiable' or 'not_applicable', got {outcome!r}"
@@ -56,7 +70,12 @@ class ContractSkip(pytest.skip.Exception):  # type: ignore[misc, name-defined]
                         f"ContractSkip {name} must not contain {marker.strip()!r}: "
                         "it separates the three parts of the skip reason"
                     )
+        if kept_by is not None and (not isinstance(kept_by, str) or not kept_by.strip()):
+            raise ValueError(
+                f"ContractSkip kept_by must be a non-empty str or None, got {kept_by!r}"
+            )
         self.outcome: SkipOutcome = outcome
+        self.kept_by = kept_by
         self.promise = promise
         self.why = why
         self.verify_yourself = verify_yourself
@@ -65,13 +84,17 @@ class ContractSkip(pytest.skip.Exception):  # type: ignore[misc, name-defined]
         super().__init__(msg=message, pytrace=False, _use_item_location=True)
 
     def as_dict(self) -> dict[str, str]:
-        """The structured parts: ``outcome``, ``promise``, ``why``, ``verify_yourself``."""
-        return {
+        """The structured parts: ``outcome``, ``promise``, ``why``, ``verify_yourself``, and
+        ``kept_by`` when the library keeps the promise itself."""
+        parts = {
             "outcome": self.outcome,
             "promise": self.promise,
             "why": self.why,
             "verify_yourself": self.verify_yourself,
         }
+        if self.kept_by is not None:
+            parts["kept_by"] = self.kept_by
+        return parts
 
     def __reduce__(self) -> tuple[object, ...]:
         # Keyword-only constructor: teach pickle (xdist, multiprocessing) how to rebuild it.
@@ -97,6 +120,21 @@ def unverifiable(*, promise: str, why: str, verify_yourself: str) -> NoReturn:
     """
     raise ContractSkip(
         outcome="unverifiable", promise=promise, why=why, verify_yourself=verify_yourself
+    )
+
+
+def kept_by_library(*, promise: str, guarded_by: str, why: str | None = None) -> NoReturn:
+    """Skip as ``unverifiable``: polyloop itself keeps this promise, not the implementation.
+
+    ``guarded_by`` names the library's tests that guard it; the report shows the promise as
+    kept by polyloop instead of asking the implementer to verify it.
+    """
+    raise ContractSkip(
+        outcome="unverifiable",
+        promise=promise,
+        why=why or "the library keeps this promise around the seam, not the implementation",
+        verify_yourself=f"nothing to do in your implementation: polyloop keeps it ({guarded_by})",
+        kept_by=guarded_by,
     )
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
+from polyloop.cli import main
 from tests.plugin._sandbox import ERROR_PROMISE, SANDBOX_FLAGS, Project
 
 GOOD = """\
@@ -200,3 +202,62 @@ def test_the_marker_on_a_fixture_names_the_decorator_to_use(project: Project) ->
     assert "marks cannot be applied to fixtures on pytest >= 9" in run.output
     assert "tag the fixture with @pytest_polyloop.seam(...) instead" in run.output
     assert run.ret == 4
+
+
+# -- promises polyloop keeps itself (issue #10) ---------------------------------------------
+
+KEPT = "event_sink.delivery_failure_is_isolated_by_the_library"
+SINK = """\
+from polyloop.events import MemorySink
+
+
+@pytest_polyloop.seam("event_sink")
+@pytest.fixture
+def memory_sink():
+    return MemorySink()
+"""
+
+
+def test_a_promise_polyloop_keeps_is_reported_as_kept_by_polyloop(project: Project) -> None:
+    project.conftest("tests", SINK)
+    markdown = project.path / "report.md"
+    run = project.run(f"--polyloop-report-md={markdown}")
+    promise = run.promise("memory_sink", KEPT)
+    assert promise["outcome"] == "unverifiable"
+    assert "tests/unit/test_events.py::" in promise["kept_by"]
+    assert "kept by polyloop (nothing to verify yourself):" in run.output
+    section = run.output.split("kept by polyloop (nothing to verify yourself):", 1)[1]
+    assert KEPT in section
+    assert (
+        KEPT
+        not in run.output.split("unverifiable here (verify it yourself):", 1)[-1].split(
+            "kept by polyloop", 1
+        )[0]
+    )
+    assert "### kept by polyloop" in markdown.read_text(encoding="utf-8")
+
+
+# -- polyloop report FILE on a malformed report (issue #11) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '"implementations": []',  # no verdict
+        '"verdict": "conformant", "implementations": [{"id": "x", "promises": []}]',
+        '"verdict": "conformant", "implementations": [{"id": "x", "seam": "s", "collected": 1, '
+        '"catalogue": 1, "counts": [], "promises": []}]',
+        '"verdict": "violations", "implementations": [{"id": "x", "seam": "s", "collected": 1, '
+        '"catalogue": 1, "counts": {}, "promises": [{"id": "p", "outcome": "violated"}]}]',
+    ],
+)
+@pytest.mark.parametrize("markdown", [False, True])
+def test_report_file_on_a_malformed_report_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, markdown: bool
+) -> None:
+    report = tmp_path / "report.json"
+    report.write_text(f'{{"schema": "polyloop-conformance/1", {body}}}', encoding="utf-8")
+    assert main(["report", str(report), *(["--markdown"] if markdown else [])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"polyloop report: {report}: ")
+    assert len(err.strip().splitlines()) == 1
