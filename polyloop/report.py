@@ -57,6 +57,7 @@ _ATTENTION = (
     ("pending", "pending (violated, but not yet held in the baseline)"),
     ("waived", "waived"),
     ("unverifiable", "unverifiable here (verify it yourself)"),
+    ("kept_by_polyloop", "kept by polyloop (nothing to verify yourself)"),
 )
 _VERDICT_TEXT = {
     "conformant": "conformant",
@@ -185,14 +186,21 @@ def outcomes_by_key(report: Mapping[str, Any]) -> dict[Key, str]:
     }
 
 
-def _attention(report: Mapping[str, Any], outcome: str) -> list[tuple[Any, Any]]:
-    """(implementation, promise) of every promise with ``outcome``, in report order."""
+def _attention(report: Mapping[str, Any], group: str) -> list[tuple[Any, Any]]:
+    """(implementation, promise) of every promise in ``group``, in report order: an outcome,
+    except that unverifiable promises polyloop keeps itself (``kept_by``) are their own group."""
     return [
         (item, promise)
         for item in report.get("implementations", [])
         for promise in item["promises"]
-        if promise["outcome"] == outcome
+        if _group_of(promise) == group
     ]
+
+
+def _group_of(promise: Mapping[str, Any]) -> str:
+    if promise["outcome"] == "unverifiable" and promise.get("kept_by"):
+        return "kept_by_polyloop"
+    return str(promise["outcome"])
 
 
 def _counts_text(counts: Mapping[str, int]) -> str:
@@ -236,7 +244,7 @@ def render_text(report: Mapping[str, Any]) -> str:
         if not entries:
             continue
         lines += ["", f"{heading}:"]
-        if outcome == "unverifiable":
+        if outcome in ("unverifiable", "kept_by_polyloop"):
             lines += _unverifiable_lines(entries)
             continue
         for item, promise in entries:
@@ -246,8 +254,15 @@ def render_text(report: Mapping[str, Any]) -> str:
             if promise.get("detail") and outcome in ("violated", "pending"):
                 lines.extend(_indent(promise["detail"], "      "))
             if outcome in ("violated", "stale_waiver", "pending"):
-                lines.append(f"      rerun: pytest --polyloop-conformance '{promise['nodeid']}'")
+                lines.append(f"      rerun: pytest --polyloop-conformance '{_suite_of(promise)}'")
     return "\n".join(lines) + "\n"
+
+
+def _suite_of(promise: Mapping[str, Any]) -> str:
+    """The node id of the promise's class: rerunning the whole suite judges the whole catalogue,
+    so the rerun can end ``conformant`` (one item alone is always ``incomplete``)."""
+    nodeid = str(promise.get("nodeid") or "")
+    return nodeid.rsplit("::", 1)[0] if "::" in nodeid else nodeid
 
 
 def _unverifiable_lines(entries: list[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> list[str]:
@@ -259,7 +274,10 @@ def _unverifiable_lines(entries: list[tuple[Mapping[str, Any], Mapping[str, Any]
         promise = group[0][1]
         lines.append(f"  {promise_id} — {promise['promise']}")
         lines.append(f"      why: {promise.get('why')}")
-        lines.append(f"      verify it yourself: {promise.get('verify_yourself')}")
+        if promise.get("kept_by"):
+            lines.append(f"      kept by polyloop, guarded by: {promise['kept_by']}")
+        else:
+            lines.append(f"      verify it yourself: {promise.get('verify_yourself')}")
         lines.append(f"      for: {', '.join(item['id'] for item, _ in group)}")
     return lines
 
@@ -306,6 +324,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                 line += f" (waiver: {_md_cell(promise['waiver_reason'])})"
             if outcome == "unverifiable" and promise.get("verify_yourself"):
                 line += f" — verify it yourself: {_md_cell(promise['verify_yourself'])}"
+            if outcome == "kept_by_polyloop":
+                line += f" — kept by polyloop, guarded by: {_md_cell(promise['kept_by'])}"
             out.append(line)
             if outcome in ("violated", "pending") and promise.get("detail"):
                 out += ["", "  ```", *_indent(promise["detail"], "  "), "  ```"]

@@ -21,6 +21,7 @@ from pytest_polyloop._discovery import (
     TaggedFixture,
     implementation_from_tag,
     ini_holder,
+    ini_line_of,
     module_has_tags,
     tagged_fixtures,
 )
@@ -86,8 +87,10 @@ class Collection:
         registry: SeamRegistry,
         ini_tagged: Sequence[TaggedFixture],
         ini_waivers: Mapping[str, Mapping[str, str]],
+        ini_location: str = "ini",
     ) -> None:
         self.config = config
+        self.ini_where = ini_line_of(config.inipath, ini_location)
         self.registry = registry
         self.ini_path = config.inipath
         self.ini_tagged = list(ini_tagged)
@@ -150,8 +153,10 @@ class Collection:
         suites: list[pytest.Collector] = []
         for tagged in self._tagged_in(module):
             implementation, problems = implementation_from_tag(
-                tagged, self.registry, self.ini_waivers
+                tagged, self.registry, self.ini_waivers, self.ini_where
             )
+            if implementation is not None and self._already_placed(implementation):
+                continue  # one fixture imported into several modules is one implementation
             problems += self._check(implementation, module) if implementation else []
             self.misuses += problems
             if implementation is None or problems:
@@ -169,6 +174,13 @@ class Collection:
             self.suite_names[(module.nodeid, suite_class.__name__)] = implementation
             suites.append(make_suite_node(module, suite_class))
         return suites
+
+    def _already_placed(self, implementation: Implementation) -> bool:
+        earlier = self.implementations.get(implementation.id)
+        return earlier is not None and (earlier.source, earlier.fixture) == (
+            implementation.source,
+            implementation.fixture,
+        )
 
     def unused_ini_waivers(self) -> list[str]:
         """``polyloop_waive`` implementation ids that matched no implementation (a typo, or an

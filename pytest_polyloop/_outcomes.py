@@ -6,6 +6,7 @@ arrives from xdist workers), output is a :class:`Judgement`. No pytest objects h
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,7 @@ class Judgement:
     verify_yourself: str | None = None
     promise: str | None = None
     waiver_reason: str | None = None
+    kept_by: str | None = None
 
 
 def phase_result(report: Any) -> PhaseResult:
@@ -65,8 +67,9 @@ def phase_result(report: Any) -> PhaseResult:
         crash = str(getattr(reprcrash, "message", ""))
     contract_skip = None
     for name, value in report.user_properties:
-        if name == PROPERTY_SKIP and isinstance(value, Mapping):
-            contract_skip = {str(key): str(part) for key, part in value.items()}
+        if name == PROPERTY_SKIP and isinstance(value, str):
+            parts = json.loads(value)  # JSON, so junit XML shows it readably
+            contract_skip = {str(key): str(part) for key, part in parts.items()}
     return PhaseResult(
         when=str(report.when),
         outcome=str(report.outcome),
@@ -184,6 +187,7 @@ def _skipped(case: _Case) -> Judgement | None:
             promise=parts.get("promise"),
             why=parts.get("why"),
             verify_yourself=parts.get("verify_yourself"),
+            kept_by=parts.get("kept_by"),
         )
     why = phase.skip_reason.removeprefix("Skipped: ") or "skipped"
     return Judgement(outcome="not_applicable", duration_s=case.duration, why=why)

@@ -5,8 +5,8 @@ registers it only when conformance mode is asked for."""
 from __future__ import annotations
 
 import datetime
+import json
 import platform
-import warnings
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from pytest_polyloop._report import (
     write_json,
     write_markdown,
 )
+from pytest_polyloop._tagging import MARKER_HINT, MARKS_ON_FIXTURES
 
 __all__ = ["ConformanceSession"]
 
@@ -64,6 +65,10 @@ class ConformanceSession:
         self.worker_misuses: list[str] = []
         self.results: dict[str, list[PhaseResult]] = {}
         self.report: dict[str, Any] | None = None
+        # Printed in the summary, never warnings.warn: under `-W error` or `filterwarnings =
+        # error` a warning from a hook becomes an INTERNALERROR.
+        self.notes: list[str] = []
+        self.deselected: list[str] = []  # implementations none of whose items were selected
         self.seam_filter: list[str] = list(config.getoption("polyloop_seam"))
         if not self.is_worker:  # the controller checked; a worker must not die of it
             for option in ("polyloop_report", "polyloop_report_md"):
@@ -80,7 +85,11 @@ class ConformanceSession:
             config.getini("polyloop_waive"), ini_location
         )
         self.collection = Collection(
-            config=config, registry=self.registry, ini_tagged=ini_tagged, ini_waivers=ini_waivers
+            config=config,
+            registry=self.registry,
+            ini_tagged=ini_tagged,
+            ini_waivers=ini_waivers,
+            ini_location=ini_location,
         )
         self.collection.misuses += seam_misuses + waive_misuses
         self.implementations = Implementations(self.registry, self.kit.suite_hash, rootpath)
@@ -101,6 +110,8 @@ class ConformanceSession:
         self, collector: pytest.Collector
     ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
         report = yield
+        if report.failed and MARKS_ON_FIXTURES in str(report.longrepr):
+            report.sections.append(("polyloop", MARKER_HINT))
         if report.passed:
             if isinstance(collector, pytest.Session):
                 report.result.extend(self.collection.ancestor_holders(report.result))
@@ -132,9 +143,8 @@ class ConformanceSession:
                     registered.name, implementation=implementation_id, promise=promise_id
                 )
             )
-            item.user_properties.append(
-                (PROPERTY_ITEM, {"implementation": implementation_id, "promise": promise_id})
-            )
+            item_property = {"implementation": implementation_id, "promise": promise_id}
+            item.user_properties.append((PROPERTY_ITEM, json.dumps(item_property)))
             selected.append(item)
         misuses = self.collection.misuses
         if misuses:
@@ -149,19 +159,18 @@ class ConformanceSession:
         items[:] = selected
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.implementations.keep_only(item.nodeid for item in session.items)
+        self.deselected = self.implementations.keep_only(item.nodeid for item in session.items)
         for implementation_id in self.collection.unused_ini_waivers():
-            warnings.warn(
-                pytest.PytestWarning(
-                    f"polyloop_waive names {implementation_id!r}, which is not a tagged or "
-                    "ini-named implementation collected in this run; its waivers do nothing"
-                ),
-                stacklevel=1,
+            self.notes.append(
+                f"polyloop_waive names {implementation_id!r}, which is not a tagged or "
+                "ini-named implementation collected in this run; its waivers do nothing"
             )
         if self.is_worker:
             self.config.workeroutput[_WORKEROUTPUT_KEY] = {  # type: ignore[attr-defined]
                 "implementations": self.implementations.as_list(),
                 "misuses": [str(misuse) for misuse in self.collection.misuses],
+                "notes": self.notes,
+                "deselected": self.deselected,
             }
 
     # -- results ---------------------------------------------------------------------------
@@ -174,7 +183,8 @@ class ConformanceSession:
         error = call.excinfo.value if call.excinfo is not None else None
         if isinstance(error, self.kit.ContractSkip):
             # A fresh list: the report shares item.user_properties, later phases must not see it.
-            report.user_properties = [*report.user_properties, (PROPERTY_SKIP, error.as_dict())]
+            skip = (PROPERTY_SKIP, json.dumps(error.as_dict()))
+            report.user_properties = [*report.user_properties, skip]
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -195,6 +205,8 @@ class ConformanceSession:
         for misuse in output["misuses"]:
             if misuse not in self.worker_misuses:
                 self.worker_misuses.append(misuse)
+        self.notes += [note for note in output["notes"] if note not in self.notes]
+        self.deselected += [i for i in output["deselected"] if i not in self.deselected]
 
     # -- the report ------------------------------------------------------------------------
 
@@ -231,6 +243,8 @@ class ConformanceSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:
             return
+        for note in self.notes:
+            terminalreporter.write_line(f"polyloop: warning: {note}", yellow=True)
         if self.worker_misuses:
             terminalreporter.write_sep("=", "polyloop conformance: misuse of seam tags", red=True)
             for misuse in self.worker_misuses:
@@ -244,7 +258,13 @@ class ConformanceSession:
         )
         for line in render_text(self.report).splitlines():
             terminalreporter.write_line(line)
-        if verdict == "no_implementations":
+        if verdict == "no_implementations" and self.deselected:
+            terminalreporter.write_line("")
+            terminalreporter.write_line(
+                "Every implementation was deselected (-k, -m or node ids): "
+                + ", ".join(sorted(self.deselected))
+            )
+        elif verdict == "no_implementations":
             terminalreporter.write_line("")
             terminalreporter.write_line(
                 "No seam implementation was found. To add one, " + HOW_TO_TAG
