@@ -12,6 +12,7 @@ in flight is never cut in half: it runs as its own task and cancellation waits f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Coroutine
@@ -23,7 +24,14 @@ from polyloop import _history, _stopping
 from polyloop._run_id import new_run_id, validate_run_id
 from polyloop.errors import ParametersChanged, RunAlreadyExists, RunNotFound, StoreCorrupted
 from polyloop.events import NullSink
-from polyloop.ports import ActionExecutor, DecisionParser, EventSink, ModelClient, RunStore
+from polyloop.ports import (
+    ActionExecutor,
+    BatchRunStore,
+    DecisionParser,
+    EventSink,
+    ModelClient,
+    RunStore,
+)
 from polyloop.stores import MemoryStore
 from polyloop.types import (
     Action,
@@ -76,10 +84,6 @@ async def _wait_out(task: asyncio.Future[None]) -> bool:
     return cancelled or task.cancelled()
 
 
-def _succeeded(task: asyncio.Future[None]) -> bool:
-    return not task.cancelled() and task.exception() is None
-
-
 # What a step records of a model that raised: no text, no reasoning, no call id (SPEC §2).
 _NOTHING_SAID = ModelReply(text="")
 
@@ -123,6 +127,7 @@ class _Driver:
         # step_wall_ms: time spent in this step's model, parser and executor — not in the
         # store or the sink (SPEC §2), so a slow sink cannot make a step look slow.
         self.seam_seconds = 0.0
+        self.pending: list[Record] = []  # held for the next commit (see append)
 
     @classmethod
     def from_log(
@@ -139,30 +144,55 @@ class _Driver:
 
     # ------------------------------------------------------------------ records and events
 
-    async def append(self, record: Record, *, cancelling: bool = False) -> None:
-        """Append durably (never cut in half by cancellation), then emit the event.
+    def defer(self, record: Record) -> None:
+        """Hold a record no side effect waits for; it rides in the next commit."""
+        self.pending.append(record)
 
-        The one protocol of every append. ``cancelling``: we are on the cancellation path
-        already, so a failed append is dropped and nothing is raised — the ``CancelledError``
-        being handled is what must propagate.
+    async def append(self, record: Record, *, cancelling: bool = False) -> None:
+        """Commit the held records and ``record`` durably as one batch, then emit their events.
+
+        The one protocol of every durable point: never cut in half by cancellation, all or
+        nothing. ``cancelling``: we are on the cancellation path already, so a failed commit is
+        dropped and nothing is raised — the ``CancelledError`` being handled must propagate.
         """
+        batch, self.pending = (*self.pending, record), []
         sequence = self.sequence
-        task = asyncio.ensure_future(
-            self.seams.store.append(self.run_id, record, sequence=sequence)
-        )
-        cancelled = await _wait_out(task)  # further cancellations wait for the append to land
-        written = _succeeded(task)
-        if written:
-            self._appended(record)
-        event = Event(run_id=self.run_id, sequence=sequence, record=record)
+        task = asyncio.ensure_future(self._write(batch))
+        cancelled = await _wait_out(task)  # further cancellations wait for the commit to land
+        written = batch[: self.sequence - sequence]
+        events = [
+            Event(run_id=self.run_id, sequence=sequence + n, record=r)
+            for n, r in enumerate(written)
+        ]
         if cancelled or cancelling:
-            if written:  # the record is in the log, so its event is owed (best effort)
-                await self.emit_best_effort(event)
+            if written:  # the records are in the log, so their events are owed (best effort)
+                for event in events:
+                    await self.emit_best_effort(event)
             if cancelling:
                 return
             raise asyncio.CancelledError
-        task.result()  # an exception from append propagates and nothing more is written
-        await self.emit(event)
+        for event in events:  # a store without append_many may have written part of it
+            await self.emit(event)
+        task.result()  # an exception from the store propagates and nothing more is written
+
+    async def flush(self) -> None:
+        """Commit the held records, if any (an exception is leaving ``run()``)."""
+        if self.pending:
+            *held, last = self.pending
+            self.pending = held
+            await self.append(last)
+
+    async def _write(self, batch: tuple[Record, ...]) -> None:
+        """One durable point: the whole batch in one commit when the store can, else in order."""
+        store = self.seams.store
+        if isinstance(store, BatchRunStore):
+            await store.append_many(self.run_id, batch, sequence=self.sequence)
+            for record in batch:
+                self._appended(record)
+            return
+        for record in batch:  # a store without append_many: one commit per record
+            await store.append(self.run_id, record, sequence=self.sequence)
+            self._appended(record)
 
     def _appended(self, record: Record) -> None:
         self.sequence += 1
@@ -198,8 +228,11 @@ class _Driver:
             self._delivery_failed(event)
 
     async def finish_cancelled(self) -> None:
-        """The cancellation path: one RunFinished(cancelled) if the run is started, unfinished."""
-        if not self.started or self.finished:
+        """The cancellation path: one RunFinished(cancelled) if the run is started, unfinished.
+
+        Held records (a completed step) ride along: a completed step was not interrupted.
+        """
+        if not (self.started or self.pending) or self.finished:
             return
         await self.append(self.finished_record(StopReason.CANCELLED, None), cancelling=True)
 
@@ -238,7 +271,7 @@ class _Driver:
                 f"ModelClient.complete must return a ModelReply, got {type(reply).__name__}"
             )
         self.seam_seconds += time.monotonic() - started
-        await self.append(ModelReplied(step_index=step_index, reply=reply))
+        self.defer(ModelReplied(step_index=step_index, reply=reply))  # rides with the intent
         return await self.decide(reply, prompt_chars)
 
     async def decide(self, reply: ModelReply, prompt_chars: int) -> StopReason | None:
@@ -329,17 +362,11 @@ class _Driver:
         executor_observation: str | None = None,
         model_error: str | None = None,
     ) -> StopReason | None:
-        """Append the step, then let the stopping order settle it."""
+        """Hold the step for the next commit, then let the stopping order settle it."""
         completed = StepCompleted(
             step=step, executor_observation=executor_observation, model_error=model_error
         )
-        sequence = self.sequence
-        try:
-            await self.append(completed)
-        except asyncio.CancelledError:
-            if self.sequence > sequence:  # it is in the log: the cancelled finish must count it
-                self.absorb(completed)
-            raise
+        self.defer(completed)  # rides with the next model intent or the finish
         return self.absorb(completed)
 
     def absorb(self, completed: StepCompleted) -> StopReason | None:
@@ -378,11 +405,18 @@ class _Driver:
         )
 
     async def guarded(self, body: Coroutine[Any, Any, RunResult]) -> RunResult:
-        """Run ``body``; on cancellation write the cancelled finish, then re-raise."""
+        """Run ``body``; on cancellation write the cancelled finish, then re-raise; on an
+        exception commit what is held, then re-raise."""
         try:
             return await body
         except asyncio.CancelledError:
             await self.finish_cancelled()
+            raise
+        except Exception:
+            # The executor or parser raised: the log still ends at the last record before the
+            # failure (SPEC §4), so what is held is committed; the original error propagates.
+            with contextlib.suppress(Exception):
+                await self.flush()
             raise
 
 
@@ -464,7 +498,7 @@ async def run(
     )
 
     async def body() -> RunResult:
-        await driver.append(started)
+        driver.defer(started)  # rides with the first model intent (or the finish)
         return await driver.iterate()
 
     return await driver.guarded(body())

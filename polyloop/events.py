@@ -1,4 +1,9 @@
-"""Bundled event sinks: ``NullSink``, ``MemorySink``, ``LoggingSink`` and ``JsonlSink``."""
+"""Bundled event sinks: ``NullSink``, ``MemorySink``, ``LoggingSink``, ``JsonlSink`` and
+``OpenTelemetrySink``.
+
+``OpenTelemetrySink`` needs the ``otel`` extra; it is imported lazily so that
+``import polyloop.events`` stays standard-library only.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from polyloop._closing import AsyncClosing
 from polyloop.types import (
@@ -21,7 +26,18 @@ from polyloop.types import (
     canonical_json,
 )
 
-__all__ = ["JsonlSink", "LoggingSink", "MemorySink", "NullSink"]
+if TYPE_CHECKING:
+    from polyloop._otel import OpenTelemetrySink
+
+__all__ = ["JsonlSink", "LoggingSink", "MemorySink", "NullSink", "OpenTelemetrySink"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenTelemetrySink":
+        from polyloop._otel import OpenTelemetrySink
+
+        return OpenTelemetrySink
+    raise AttributeError(f"module 'polyloop.events' has no attribute {name!r}")
 
 
 class NullSink:

@@ -37,6 +37,7 @@ __all__ = [
     "ActionExecutor",
     "ActionOutcome",
     "ActionStatus",
+    "BatchRunStore",
     "DecisionParser",
     "Event",
     "EventSink",
@@ -114,3 +115,19 @@ class RunStore(Protocol):
     async def read_log(self, run_id: str) -> RunLog: ...
 
     async def run_ids(self) -> list[str]: ...
+
+
+@runtime_checkable
+class BatchRunStore(RunStore, Protocol):
+    """A run store that can also append several records in one atomic, durable commit.
+
+    Optional: the loop uses ``append_many`` when a store has it (one commit per durability
+    point, SPEC §4) and otherwise appends the same records one by one. ``records`` take
+    ``sequence``, ``sequence + 1``, …; the rules of ``append`` apply to each in order, as if
+    appended one by one, and any violation is the batch's error with *nothing* written —
+    all or nothing, including the ``RunConflict`` fence.
+    """
+
+    async def append_many(
+        self, run_id: str, records: Sequence[Record], *, sequence: int
+    ) -> None: ...

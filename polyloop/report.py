@@ -14,7 +14,7 @@ plugin writes with it, ``polyloop report`` reads with it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -48,6 +48,7 @@ Outcome = Literal[
 ]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)  # the report's order, written once above
 Key = tuple[str, str]  # (implementation id, promise id)
+_NULLABLE_TEXTS = ("why", "verify_yourself", "detail", "waiver_reason")  # of a promise
 # The promises a reader must look at, in the order they are listed, with their headings.
 _ATTENTION = (
     ("violated", "violated"),
@@ -56,11 +57,13 @@ _ATTENTION = (
     ("pending", "pending (violated, but not yet held in the baseline)"),
     ("waived", "waived"),
     ("unverifiable", "unverifiable here (verify it yourself)"),
+    ("kept_by_polyloop", "kept by polyloop (nothing to verify yourself)"),
 )
 _VERDICT_TEXT = {
     "conformant": "conformant",
     "violations": "VIOLATIONS",
-    "incomplete": "INCOMPLETE (promises missing, none held, or overridden without a waiver)",
+    "incomplete": "INCOMPLETE (promises missing, none held, overridden without a waiver, or a "
+    "fixture teardown failed)",
     "no_implementations": "NO IMPLEMENTATIONS FOUND",
 }
 
@@ -87,26 +90,91 @@ def load_report(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise ReportError(f"{path}: not a {SCHEMA} report (schema: {found!r})")
+    problem = _structure_problem(data)
+    if problem is not None:
+        raise ReportError(f"{path}: {problem}")
+    return data
+
+
+Check = tuple[str, Callable[[object], bool], str]  # field, test, what it must be
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _text_or_null(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _texts(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(part, str) for part in value)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _object(value: object) -> bool:
+    return isinstance(value, dict)
+
+
+# What the readers rely on, checked in this order: first the keys diffs and baselines use,
+# then what the renderers print (so a baseline is refused for its keys before anything else).
+_KEYS: tuple[Check, ...] = (("id", _text, "a string"),)
+_RENDERED: tuple[Check, ...] = (
+    ("seam", _text, "a string"),
+    ("collected", _number, "a number"),
+    ("catalogue", _number, "a number"),
+    ("counts", _object, "an object"),
+    ("source", _text, "a string"),
+    ("missing", _texts, "a list of strings"),
+    ("teardown_errors", _texts, "a list of strings"),
+)
+_PROMISE_RENDERED: tuple[Check, ...] = (
+    ("nodeid", _text, "a string"),
+    ("promise", _text, "a string"),
+    *((name, _text_or_null, "a string or null") for name in _NULLABLE_TEXTS),
+)
+_OPTIONAL = frozenset({"source", "missing", "teardown_errors", *_NULLABLE_TEXTS})
+
+
+def _field_problem(entry: Mapping[str, Any], checks: tuple[Check, ...]) -> str | None:
+    for name, test, kind in checks:
+        if not (name not in entry and name in _OPTIONAL) and not test(entry.get(name)):
+            return f"{name!r} must be {kind}"
+    return None
+
+
+def _promise_problem(promise: object, rendered: bool) -> str | None:
+    if not isinstance(promise, dict):
+        return "not an object"
+    problem = _field_problem(promise, _PROMISE_RENDERED if rendered else _KEYS)
+    if problem is None and not rendered and promise.get("outcome") not in OUTCOMES:
+        problem = f"'outcome' must be one of {', '.join(OUTCOMES)}"
+    return problem
+
+
+def _structure_problem(data: Mapping[str, Any]) -> str | None:
+    """What is wrong with a report's structure (one line), or ``None``."""
     implementations = data.get("implementations")
     if not isinstance(implementations, list) or not all(
         isinstance(item, dict) and isinstance(item.get("promises"), list)
         for item in implementations
     ):
-        raise ReportError(f"{path}: 'implementations' must be a list of objects with 'promises'")
-    if not all(_is_keyed(item, "id") for item in implementations) or not all(
-        _is_keyed(promise, "id", "outcome")
-        for item in implementations
-        for promise in item["promises"]
-    ):
-        raise ReportError(
-            f"{path}: each implementation needs an 'id' and each promise an 'id' and an 'outcome'"
-        )
-    return data
-
-
-def _is_keyed(entry: object, *keys: str) -> bool:
-    """``entry`` is an object whose ``keys`` are strings (what diffs and baselines key on)."""
-    return isinstance(entry, dict) and all(isinstance(entry.get(key), str) for key in keys)
+        return "'implementations' must be a list of objects with 'promises'"
+    for rendered in (False, True):
+        for index, item in enumerate(implementations):
+            problem = _field_problem(item, _RENDERED if rendered else _KEYS)
+            if problem is not None:
+                return f"implementations[{index}]: {problem}"
+            for number, promise in enumerate(item["promises"]):
+                problem = _promise_problem(promise, rendered)
+                if problem is not None:
+                    return f"implementations[{index}].promises[{number}]: {problem}"
+    if data.get("verdict") not in _VERDICT_TEXT:
+        return f"'verdict' must be one of {', '.join(_VERDICT_TEXT)}"
+    return None
 
 
 def outcomes_by_key(report: Mapping[str, Any]) -> dict[Key, str]:
@@ -118,14 +186,21 @@ def outcomes_by_key(report: Mapping[str, Any]) -> dict[Key, str]:
     }
 
 
-def _attention(report: Mapping[str, Any], outcome: str) -> list[tuple[Any, Any]]:
-    """(implementation, promise) of every promise with ``outcome``, in report order."""
+def _attention(report: Mapping[str, Any], group: str) -> list[tuple[Any, Any]]:
+    """(implementation, promise) of every promise in ``group``, in report order: an outcome,
+    except that unverifiable promises polyloop keeps itself (``kept_by``) are their own group."""
     return [
         (item, promise)
         for item in report.get("implementations", [])
         for promise in item["promises"]
-        if promise["outcome"] == outcome
+        if _group_of(promise) == group
     ]
+
+
+def _group_of(promise: Mapping[str, Any]) -> str:
+    if promise["outcome"] == "unverifiable" and promise.get("kept_by"):
+        return "kept_by_polyloop"
+    return str(promise["outcome"])
 
 
 def _counts_text(counts: Mapping[str, int]) -> str:
@@ -163,12 +238,13 @@ def render_text(report: Mapping[str, Any]) -> str:
             lines.append(f"{'':<{width}}  not run: {', '.join(missing)}")
         if not item["counts"].get("held"):
             lines.append(f"{'':<{width}}  no promise held: an empty contract never passes")
+        lines.extend(f"{'':<{width}}  {error}" for error in item.get("teardown_errors") or [])
     for outcome, heading in _ATTENTION:
         entries = _attention(report, outcome)
         if not entries:
             continue
         lines += ["", f"{heading}:"]
-        if outcome == "unverifiable":
+        if outcome in ("unverifiable", "kept_by_polyloop"):
             lines += _unverifiable_lines(entries)
             continue
         for item, promise in entries:
@@ -178,8 +254,15 @@ def render_text(report: Mapping[str, Any]) -> str:
             if promise.get("detail") and outcome in ("violated", "pending"):
                 lines.extend(_indent(promise["detail"], "      "))
             if outcome in ("violated", "stale_waiver", "pending"):
-                lines.append(f"      rerun: pytest --polyloop-conformance '{promise['nodeid']}'")
+                lines.append(f"      rerun: pytest --polyloop-conformance '{_suite_of(promise)}'")
     return "\n".join(lines) + "\n"
+
+
+def _suite_of(promise: Mapping[str, Any]) -> str:
+    """The node id of the promise's class: rerunning the whole suite judges the whole catalogue,
+    so the rerun can end ``conformant`` (one item alone is always ``incomplete``)."""
+    nodeid = str(promise.get("nodeid") or "")
+    return nodeid.rsplit("::", 1)[0] if "::" in nodeid else nodeid
 
 
 def _unverifiable_lines(entries: list[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> list[str]:
@@ -191,7 +274,10 @@ def _unverifiable_lines(entries: list[tuple[Mapping[str, Any], Mapping[str, Any]
         promise = group[0][1]
         lines.append(f"  {promise_id} — {promise['promise']}")
         lines.append(f"      why: {promise.get('why')}")
-        lines.append(f"      verify it yourself: {promise.get('verify_yourself')}")
+        if promise.get("kept_by"):
+            lines.append(f"      kept by polyloop, guarded by: {promise['kept_by']}")
+        else:
+            lines.append(f"      verify it yourself: {promise.get('verify_yourself')}")
         lines.append(f"      for: {', '.join(item['id'] for item, _ in group)}")
     return lines
 
@@ -219,6 +305,14 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             + " | ".join(str(counts.get(name, 0)) for name in OUTCOMES)
             + " |"
         )
+    teardown_errors = [
+        f"- `{item['id']}` {_md_cell(error)}"
+        for item in report.get("implementations", [])
+        for error in item.get("teardown_errors") or []
+    ]
+    if teardown_errors:
+        out += ["", "### fixture teardown failed (no promise is blamed; the run is incomplete)", ""]
+        out += teardown_errors
     for outcome, heading in _ATTENTION:
         entries = _attention(report, outcome)
         if not entries:
@@ -230,6 +324,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                 line += f" (waiver: {_md_cell(promise['waiver_reason'])})"
             if outcome == "unverifiable" and promise.get("verify_yourself"):
                 line += f" — verify it yourself: {_md_cell(promise['verify_yourself'])}"
+            if outcome == "kept_by_polyloop":
+                line += f" — kept by polyloop, guarded by: {_md_cell(promise['kept_by'])}"
             out.append(line)
             if outcome in ("violated", "pending") and promise.get("detail"):
                 out += ["", "  ```", *_indent(promise["detail"], "  "), "  ```"]

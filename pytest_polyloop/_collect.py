@@ -21,10 +21,11 @@ from pytest_polyloop._discovery import (
     TaggedFixture,
     implementation_from_tag,
     ini_holder,
+    ini_line_of,
     module_has_tags,
     tagged_fixtures,
 )
-from pytest_polyloop._generate import generate_suite
+from pytest_polyloop._generate import generate_suite, suite_name
 from pytest_polyloop._registry import SeamRegistry
 
 __all__ = ["Collection", "GeneratedSuite", "HolderModule"]
@@ -86,13 +87,18 @@ class Collection:
         registry: SeamRegistry,
         ini_tagged: Sequence[TaggedFixture],
         ini_waivers: Mapping[str, Mapping[str, str]],
+        ini_location: str = "ini",
     ) -> None:
         self.config = config
+        self.ini_where = ini_line_of(config.inipath, ini_location)
         self.registry = registry
         self.ini_path = config.inipath
         self.ini_tagged = list(ini_tagged)
         self.ini_waivers = ini_waivers
         self.implementations: dict[str, Implementation] = {}
+        # (module node id, suite class name) → its implementation: two ids that differ only
+        # in punctuation would make one class name, one set of node ids, mixed results.
+        self.suite_names: dict[tuple[str, str], Implementation] = {}
         self.misuses: list[Misuse] = []
 
     def _conftest_module(self, path: Path) -> types.ModuleType | None:
@@ -147,8 +153,10 @@ class Collection:
         suites: list[pytest.Collector] = []
         for tagged in self._tagged_in(module):
             implementation, problems = implementation_from_tag(
-                tagged, self.registry, self.ini_waivers
+                tagged, self.registry, self.ini_waivers, self.ini_where
             )
+            if implementation is not None and self._already_placed(implementation):
+                continue  # one fixture imported into several modules is one implementation
             problems += self._check(implementation, module) if implementation else []
             self.misuses += problems
             if implementation is None or problems:
@@ -163,8 +171,16 @@ class Collection:
                 )
                 continue
             self.implementations[implementation.id] = implementation
+            self.suite_names[(module.nodeid, suite_class.__name__)] = implementation
             suites.append(make_suite_node(module, suite_class))
         return suites
+
+    def _already_placed(self, implementation: Implementation) -> bool:
+        earlier = self.implementations.get(implementation.id)
+        return earlier is not None and (earlier.source, earlier.fixture) == (
+            implementation.source,
+            implementation.fixture,
+        )
 
     def unused_ini_waivers(self) -> list[str]:
         """``polyloop_waive`` implementation ids that matched no implementation (a typo, or an
@@ -191,6 +207,17 @@ class Collection:
                 misuse(
                     f"implementation id {implementation.id!r} is already used by {earlier.source}: "
                     "ids must be unique in the session; pass id='...' to seam(...)"
+                )
+            )
+        registered = self.registry.get(implementation.seam)
+        name = suite_name(registered.suite, implementation.id) if registered else ""
+        twin = self.suite_names.get((module.nodeid, name))
+        if twin is not None and twin.id != implementation.id:
+            problems.append(
+                misuse(
+                    f"implementation id {implementation.id!r} and {twin.id!r} ({twin.source}) "
+                    f"both make the suite class {name}: ids must differ in a letter or digit, "
+                    "not only in punctuation"
                 )
             )
         if implementation.route == "ini" and not _visible(implementation.fixture, module):

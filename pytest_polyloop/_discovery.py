@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,10 +135,29 @@ def tagged_fixtures(
     return found, misuses
 
 
+def ini_line_of(inipath: Path | None, location: str) -> Callable[[str], str]:
+    """``text → path:line`` of the first ini line containing ``text`` (``location`` if none)."""
+    try:
+        lines = inipath.read_text(encoding="utf-8").splitlines() if inipath else []
+    except (OSError, UnicodeDecodeError):
+        lines = []
+
+    def where(text: str) -> str:
+        number = next((n for n, line in enumerate(lines, 1) if text in line), None)
+        return f"{location}:{number}" if number else location
+
+    return where
+
+
 def implementation_from_tag(
-    tagged: TaggedFixture, registry: SeamRegistry, ini_waivers: Mapping[str, Mapping[str, str]]
+    tagged: TaggedFixture,
+    registry: SeamRegistry,
+    ini_waivers: Mapping[str, Mapping[str, str]],
+    ini_where: Callable[[str], str] = lambda text: "ini",
 ) -> tuple[Implementation | None, list[Misuse]]:
-    """Check a tag against the registry and the suite's catalogue; build the implementation."""
+    """Check a tag against the registry and the suite's catalogue; build the implementation.
+
+    A waiver's problem is blamed where it was written: the tag's source, or the ini line."""
     tag = tagged.tag
     registered = registry.get(tag.seam)
     if registered is None:
@@ -160,16 +179,23 @@ def implementation_from_tag(
             )
         ]
     implementation_id = tag.id or tagged.fixture
-    waive = {**tag.waive, **ini_waivers.get(implementation_id, {})}
-    problems = check_waivers(registered, waive)
-    if problems:
-        return None, [Misuse(tagged.source, tagged.fixture, problem) for problem in problems]
+    from_ini = ini_waivers.get(implementation_id, {})
+    misuses = [
+        Misuse(tagged.source, tagged.fixture, p) for p in check_waivers(registered, tag.waive)
+    ]
+    for promise_id, reason in from_ini.items():
+        where = ini_where(f"{implementation_id} {promise_id}")
+        problems = check_waivers(registered, {promise_id: reason})
+        misuses += [Misuse(where, tagged.fixture, problem) for problem in problems]
+    if misuses:
+        return None, misuses
+    waive = {**tag.waive, **from_ini}
     return (
         Implementation(
             id=implementation_id,
             seam=tag.seam,
             fixture=tagged.fixture,
-            samples=tag.samples if registered.samples_fixture is not None else None,
+            samples=tag.samples if registered.samples_target is not None else None,
             waive=waive,
             loop_scope=tag.loop_scope or "function",
             source=tagged.source,

@@ -69,10 +69,9 @@ def generate_suite(
         "loop_scope": implementation.loop_scope,
         registered.suite.seam: _passthrough_fixture(suite.seam, implementation.fixture),
     }
-    if registered.samples_fixture is not None and implementation.samples is not None:
-        namespace[registered.samples_fixture] = _passthrough_fixture(
-            registered.samples_fixture, implementation.samples
-        )
+    target = registered.samples_target
+    if target is not None and implementation.samples is not None:
+        namespace[target] = _passthrough_fixture(target, implementation.samples)
     generated: type[Any] = type(name, (suite,), namespace)
     return generated
 

@@ -102,15 +102,18 @@ class Implementations:
             return str(getattr(cls, "__module__", "?"))
         return f"{relative_path(Path(path), self._rootpath)}:{line}"
 
-    def keep_only(self, nodeids: Iterable[str]) -> None:
+    def keep_only(self, nodeids: Iterable[str]) -> list[str]:
         """Forget items that were deselected after identification (``-k``, ``-m``); an
-        implementation left with no item is not judged at all."""
+        implementation left with no item is not judged at all. Returns the ids dropped."""
         running = set(nodeids)
+        dropped = []
         for implementation_id in list(self._entries):
             entry = self._entries[implementation_id]
             entry["items"] = {n: p for n, p in entry["items"].items() if n in running}
             if not entry["items"]:
                 del self._entries[implementation_id]
+                dropped.append(implementation_id)
+        return dropped
 
     def merge(self, entries: Iterable[dict[str, Any]]) -> None:
         """Add entries shipped by an xdist worker (each worker collected the same items)."""

@@ -24,10 +24,11 @@ def load_kit() -> types.ModuleType:
     try:
         return importlib.import_module("polyloop.testing")
     except ImportError as error:
-        missing = error.name or str(error)
+        # polyloop.testing re-raises with its own hint, the missing module is its cause's name.
+        missing = error.name or getattr(error.__cause__, "name", None) or str(error)
         raise pytest.UsageError(
             f"--polyloop-conformance needs polyloop's `testing` extra, but {missing!r} cannot be "
-            f"imported ({error}). Install it with: {INSTALL_HINT}"
+            f"imported. Install it with: {INSTALL_HINT}"
         ) from error
 
 

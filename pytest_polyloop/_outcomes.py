@@ -6,6 +6,7 @@ arrives from xdist workers), output is a :class:`Judgement`. No pytest objects h
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -13,13 +14,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # only a type here: a passive plugin does not import the runtime
     from polyloop.report import Outcome
 
-__all__ = ["Judgement", "PhaseResult", "classify", "phase_result"]
+__all__ = ["Judgement", "PhaseResult", "classify", "phase_result", "teardown_failure"]
 
 PROPERTY_ITEM = "polyloop"
 PROPERTY_SKIP = "polyloop_skip"
 _STRICT_XPASS = "[XPASS(strict)]"
 _WAIVED_PREFIX = "waived: "
 _DETAIL_LIMIT = 4000
+# xdist's own report for a test whose worker died (it has no user_properties of ours).
+CRASH_PHASE = "???"
 # How Hypothesis introduces the example that broke a property ("Failing test case" since 6.1xx).
 _EXAMPLE_MARKERS = ("Falsifying example", "Failing test case")
 
@@ -49,6 +52,7 @@ class Judgement:
     verify_yourself: str | None = None
     promise: str | None = None
     waiver_reason: str | None = None
+    kept_by: str | None = None
 
 
 def phase_result(report: Any) -> PhaseResult:
@@ -63,8 +67,9 @@ def phase_result(report: Any) -> PhaseResult:
         crash = str(getattr(reprcrash, "message", ""))
     contract_skip = None
     for name, value in report.user_properties:
-        if name == PROPERTY_SKIP and isinstance(value, Mapping):
-            contract_skip = {str(key): str(part) for key, part in value.items()}
+        if name == PROPERTY_SKIP and isinstance(value, str):
+            parts = json.loads(value)  # JSON, so junit XML shows it readably
+            contract_skip = {str(key): str(part) for key, part in parts.items()}
     return PhaseResult(
         when=str(report.when),
         outcome=str(report.outcome),
@@ -80,6 +85,8 @@ def phase_result(report: Any) -> PhaseResult:
 def _violation_detail(phase: PhaseResult) -> str:
     """The assertion message, plus the falsifying example of a Hypothesis promise."""
     text = phase.text
+    if phase.when == CRASH_PHASE:
+        return f"the worker running this test died: {text.strip().splitlines()[-1]}"
     last_line = text.strip().splitlines()[-1] if text.strip() else ""
     parts = [phase.crash or last_line]
     markers = [text.find(marker) for marker in _EXAMPLE_MARKERS]
@@ -180,6 +187,7 @@ def _skipped(case: _Case) -> Judgement | None:
             promise=parts.get("promise"),
             why=parts.get("why"),
             verify_yourself=parts.get("verify_yourself"),
+            kept_by=parts.get("kept_by"),
         )
     why = phase.skip_reason.removeprefix("Skipped: ") or "skipped"
     return Judgement(outcome="not_applicable", duration_s=case.duration, why=why)
@@ -201,17 +209,21 @@ def classify(
     waiver_reason: str | None = None,
     parse_skip: ParseSkip = lambda text: None,
 ) -> Judgement | None:
-    """The outcome of one promise test from its phases; ``None`` if it never reported.
+    """The outcome of one promise test from its phases; ``None`` if it never finished.
+
+    A failing teardown is not the promise's (see :func:`teardown_failure`); a test whose worker
+    died (xdist's ``when="???"`` report) is ``violated``.
 
     Order of precedence (:data:`_EVALUATORS`): a real failure or error is ``violated`` (also
     for an overridden test: a failure must not hide behind "overridden"); then ``overridden``
     (the promise was not checked as written); then a pass under a waiver is ``stale_waiver``, a
     failure under one ``waived``; then the skips; else ``held``.
     """
-    if not phases:
-        return None
+    if not any(phase.when in ("teardown", CRASH_PHASE) for phase in phases):
+        return None  # never reported, or never finished (a worker died mid-test): missing
+    judged = [phase for phase in phases if teardown_failure([phase]) is None]
     case = _Case(
-        phases=phases,
+        phases=judged,
         overridden=overridden,
         waiver_reason=waiver_reason,
         parse_skip=parse_skip,
@@ -222,3 +234,16 @@ def classify(
         if judgement is not None:
             return judgement
     return Judgement(outcome="held", duration_s=case.duration)
+
+
+def teardown_failure(phases: Sequence[PhaseResult]) -> str | None:
+    """``"teardown failed: …"`` if a fixture failed to clean up after this test, else ``None``.
+
+    That is the implementation's fixture failing (e.g. an anyio cancel scope exited in another
+    task), not the promise: pytest runs it after whichever promise happened to come last.
+    """
+    failed = next((p for p in phases if p.when == "teardown" and p.outcome == "failed"), None)
+    if failed is None:
+        return None
+    last_line = failed.text.strip().splitlines()[-1] if failed.text.strip() else ""
+    return f"teardown failed: {failed.crash or last_line or 'error in teardown'}"

@@ -17,6 +17,12 @@ class RegisteredSeam:
     suite: type[Any]
     samples_fixture: str | None
 
+    @property
+    def samples_target(self) -> str | None:
+        """The fixture a tag's ``samples=`` feeds: the one the suite needs, else the one it can
+        use when given (``optional_samples_fixture``, e.g. a store's crash-probe factory)."""
+        return self.samples_fixture or getattr(self.suite, "optional_samples_fixture", None)
+
 
 class SeamRegistry:
     """What ``pytest_polyloop_register_seams`` fills: one suite per seam name."""

@@ -8,21 +8,60 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from polyloop.report import OUTCOMES, SCHEMA, Key, load_report, outcomes_by_key
-from pytest_polyloop._outcomes import Judgement, PhaseResult, classify
+from pytest_polyloop._outcomes import Judgement, PhaseResult, classify, teardown_failure
 
-__all__ = ["build_report", "load_baseline", "verdict_exit_status", "write_json", "write_markdown"]
+__all__ = [
+    "Baseline",
+    "build_report",
+    "check_writable",
+    "load_baseline",
+    "verdict_exit_status",
+    "write_json",
+    "write_markdown",
+]
 
 
-def load_baseline(path: Path) -> dict[Key, str]:
-    """``(implementation id, promise id) → outcome`` from an earlier JSON report.
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """What an earlier report says: each outcome, and which promises its kit had per seam."""
+
+    outcomes: Mapping[Key, str]
+    catalogue: frozenset[tuple[str, str]]  # (seam, promise id) judged for any implementation
+
+    @property
+    def implementations(self) -> frozenset[str]:
+        return frozenset(implementation for implementation, _ in self.outcomes)
+
+    def is_pending(self, seam: str, implementation_id: str, promise_id: str) -> bool:
+        """A violation that does not fail the run: the implementation is in the baseline and
+        the promise was ``pending`` there, or its kit did not have the promise yet. A new (or
+        renamed) implementation gets no pending: its violations fail."""
+        if implementation_id not in self.implementations:
+            return False
+        if self.outcomes.get((implementation_id, promise_id)) == "pending":
+            return True
+        return (seam, promise_id) not in self.catalogue
+
+
+def load_baseline(path: Path) -> Baseline:
+    """The outcomes and per-seam catalogue of an earlier JSON report.
 
     Raises :class:`polyloop.report.ReportError` naming the file if it is not a report.
     """
-    return outcomes_by_key(load_report(path))
+    report = load_report(path)
+    catalogue = frozenset(
+        (str(item.get("seam")), promise["id"])
+        for item in report["implementations"]
+        for promise in item["promises"]
+    )
+    return Baseline(outcomes_by_key(report), catalogue)
 
 
 def _first_paragraph(doc: str) -> str:
@@ -34,21 +73,20 @@ def _promise_entry(
     nodeid: str,
     judgement: Judgement,
     doc: str,
-    baseline: Mapping[Key, str] | None,
-    implementation_id: str,
+    baseline: Baseline | None,
+    implementation: tuple[str, str],  # (seam, implementation id)
 ) -> dict[str, Any]:
     outcome = judgement.outcome
     detail = judgement.detail
-    if outcome == "violated" and baseline is not None:
-        before = baseline.get((implementation_id, promise_id))
-        if before is None or before == "pending":
-            outcome = "pending"
-            detail = (
-                f"{detail}\n(pending: not held in the baseline yet, so it does not fail the run)"
-                if detail
-                else "pending: not held in the baseline yet"
-            )
-    return {
+    if (
+        outcome == "violated"
+        and baseline is not None
+        and baseline.is_pending(*implementation, promise_id)
+    ):
+        outcome = "pending"
+        note = "pending: new in this kit or pending in the baseline, so it does not fail the run"
+        detail = f"{detail}\n({note})" if detail else note
+    entry = {
         "id": promise_id,
         "outcome": outcome,
         "nodeid": nodeid,
@@ -59,20 +97,26 @@ def _promise_entry(
         "detail": detail,
         "waiver_reason": judgement.waiver_reason,
     }
+    if judgement.kept_by:
+        entry["kept_by"] = judgement.kept_by  # optional: only promises polyloop keeps itself
+    return entry
 
 
 def build_implementation(
     entry: Mapping[str, Any],
     results: Mapping[str, Sequence[PhaseResult]],
-    baseline: Mapping[Key, str] | None,
+    baseline: Baseline | None,
     parse_skip: Callable[[str], Mapping[str, str] | None],
 ) -> dict[str, Any]:
     """One implementation's part of the report from its entry and the results of its items."""
     docs = {promise["id"]: promise["doc"] for promise in entry["catalogue"]}
     waive: Mapping[str, str] = entry["waive"]
     overridden = set(entry["overridden"])
-    promises = []
+    promises, teardown_errors = [], []
     for nodeid, promise_id in sorted(entry["items"].items(), key=lambda pair: pair[1]):
+        teardown_error = teardown_failure(results.get(nodeid, ()))
+        if teardown_error is not None:
+            teardown_errors.append(f"{teardown_error} (after {nodeid})")
         judgement = classify(
             results.get(nodeid, ()),
             overridden=promise_id in overridden,
@@ -82,7 +126,14 @@ def build_implementation(
         if judgement is None:
             continue  # collected but never run (-x, a crash): counted as missing
         promises.append(
-            _promise_entry(promise_id, nodeid, judgement, docs[promise_id], baseline, entry["id"])
+            _promise_entry(
+                promise_id,
+                nodeid,
+                judgement,
+                docs[promise_id],
+                baseline,
+                (entry["seam"], entry["id"]),
+            )
         )
     counts = dict.fromkeys(OUTCOMES, 0)
     for promise in promises:
@@ -98,6 +149,7 @@ def build_implementation(
         "collected": len(reported),
         "catalogue": len(docs),
         "missing": sorted(set(docs) - reported),
+        "teardown_errors": teardown_errors,
         "promises": promises,
     }
 
@@ -107,6 +159,8 @@ def _is_incomplete(implementation: Mapping[str, Any], waive: Mapping[str, str]) 
         return True
     if implementation["counts"]["held"] == 0:
         return True  # an empty contract never passes trivially
+    if implementation["teardown_errors"]:
+        return True  # the run did not end cleanly; no promise is to blame for it
     return any(
         promise["outcome"] == "overridden" and not waive.get(promise["id"])
         for promise in implementation["promises"]
@@ -117,7 +171,7 @@ def build_report(
     *,
     implementations: Sequence[Mapping[str, Any]],
     results: Mapping[str, Sequence[PhaseResult]],
-    baseline: Mapping[Key, str] | None,
+    baseline: Baseline | None,
     parse_skip: Callable[[str], Mapping[str, str] | None],
     kit_version: str,
     suite_hash: str,
@@ -154,6 +208,26 @@ def build_report(
 def verdict_exit_status(verdict: str) -> int:
     """0 conformant, 1 violations/incomplete, 5 no implementations."""
     return {"conformant": 0, "violations": 1, "incomplete": 1, "no_implementations": 5}[verdict]
+
+
+def check_writable(option: str, value: str | None) -> None:
+    """Raise ``pytest.UsageError`` (one line) if a report could not be written to ``value``:
+    a directory, a path under a regular file, a directory that refuses new files. Checked
+    before the run, so a mistyped path does not cost a whole run and end in a traceback."""
+    if not value:
+        return
+    path = Path(value)
+    existing = next(parent for parent in (path, *path.parents) if parent.exists())
+    if existing == path and path.is_dir():
+        problem = "is a directory"
+    elif existing != path and not existing.is_dir():
+        problem = f"{existing} is not a directory"
+    elif not os.access(existing, os.W_OK):
+        problem = f"{existing} is not writable"
+    else:
+        return
+    flag = "--" + option.replace("_", "-")
+    raise pytest.UsageError(f"{flag} {value}: cannot write the report there: {problem}")
 
 
 def write_json(report: Mapping[str, Any], path: Path) -> None:

@@ -5,8 +5,8 @@ registers it only when conformance mode is asked for."""
 from __future__ import annotations
 
 import datetime
+import json
 import platform
-import warnings
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -24,15 +24,23 @@ from pytest_polyloop._discovery import (
     relative_path,
 )
 from pytest_polyloop._implementations import Implementations
-from pytest_polyloop._outcomes import PROPERTY_ITEM, PROPERTY_SKIP, PhaseResult, phase_result
+from pytest_polyloop._outcomes import (
+    CRASH_PHASE,
+    PROPERTY_ITEM,
+    PROPERTY_SKIP,
+    PhaseResult,
+    phase_result,
+)
 from pytest_polyloop._registry import SeamRegistry
 from pytest_polyloop._report import (
     build_report,
+    check_writable,
     load_baseline,
     verdict_exit_status,
     write_json,
     write_markdown,
 )
+from pytest_polyloop._tagging import MARKER_HINT, MARKS_ON_FIXTURES
 
 __all__ = ["ConformanceSession"]
 
@@ -57,7 +65,14 @@ class ConformanceSession:
         self.worker_misuses: list[str] = []
         self.results: dict[str, list[PhaseResult]] = {}
         self.report: dict[str, Any] | None = None
+        # Printed in the summary, never warnings.warn: under `-W error` or `filterwarnings =
+        # error` a warning from a hook becomes an INTERNALERROR.
+        self.notes: list[str] = []
+        self.deselected: list[str] = []  # implementations none of whose items were selected
         self.seam_filter: list[str] = list(config.getoption("polyloop_seam"))
+        if not self.is_worker:  # the controller checked; a worker must not die of it
+            for option in ("polyloop_report", "polyloop_report_md"):
+                check_writable(option, config.getoption(option))
         baseline = config.getoption("polyloop_baseline")
         try:
             self.baseline = load_baseline(Path(baseline)) if baseline else None
@@ -70,7 +85,11 @@ class ConformanceSession:
             config.getini("polyloop_waive"), ini_location
         )
         self.collection = Collection(
-            config=config, registry=self.registry, ini_tagged=ini_tagged, ini_waivers=ini_waivers
+            config=config,
+            registry=self.registry,
+            ini_tagged=ini_tagged,
+            ini_waivers=ini_waivers,
+            ini_location=ini_location,
         )
         self.collection.misuses += seam_misuses + waive_misuses
         self.implementations = Implementations(self.registry, self.kit.suite_hash, rootpath)
@@ -91,6 +110,8 @@ class ConformanceSession:
         self, collector: pytest.Collector
     ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
         report = yield
+        if report.failed and MARKS_ON_FIXTURES in str(report.longrepr):
+            report.sections.append(("polyloop", MARKER_HINT))
         if report.passed:
             if isinstance(collector, pytest.Session):
                 report.result.extend(self.collection.ancestor_holders(report.result))
@@ -122,9 +143,8 @@ class ConformanceSession:
                     registered.name, implementation=implementation_id, promise=promise_id
                 )
             )
-            item.user_properties.append(
-                (PROPERTY_ITEM, {"implementation": implementation_id, "promise": promise_id})
-            )
+            item_property = {"implementation": implementation_id, "promise": promise_id}
+            item.user_properties.append((PROPERTY_ITEM, json.dumps(item_property)))
             selected.append(item)
         misuses = self.collection.misuses
         if misuses:
@@ -139,19 +159,18 @@ class ConformanceSession:
         items[:] = selected
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.implementations.keep_only(item.nodeid for item in session.items)
+        self.deselected = self.implementations.keep_only(item.nodeid for item in session.items)
         for implementation_id in self.collection.unused_ini_waivers():
-            warnings.warn(
-                pytest.PytestWarning(
-                    f"polyloop_waive names {implementation_id!r}, which is not a tagged or "
-                    "ini-named implementation collected in this run; its waivers do nothing"
-                ),
-                stacklevel=1,
+            self.notes.append(
+                f"polyloop_waive names {implementation_id!r}, which is not a tagged or "
+                "ini-named implementation collected in this run; its waivers do nothing"
             )
         if self.is_worker:
             self.config.workeroutput[_WORKEROUTPUT_KEY] = {  # type: ignore[attr-defined]
                 "implementations": self.implementations.as_list(),
                 "misuses": [str(misuse) for misuse in self.collection.misuses],
+                "notes": self.notes,
+                "deselected": self.deselected,
             }
 
     # -- results ---------------------------------------------------------------------------
@@ -164,13 +183,17 @@ class ConformanceSession:
         error = call.excinfo.value if call.excinfo is not None else None
         if isinstance(error, self.kit.ContractSkip):
             # A fresh list: the report shares item.user_properties, later phases must not see it.
-            report.user_properties = [*report.user_properties, (PROPERTY_SKIP, error.as_dict())]
+            skip = (PROPERTY_SKIP, json.dumps(error.as_dict()))
+            report.user_properties = [*report.user_properties, skip]
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
             return  # xdist ships the report to the controller, which aggregates
-        if any(name == PROPERTY_ITEM for name, _ in report.user_properties):
+        # xdist builds the report of a test whose worker died itself, without our properties;
+        # it is kept by node id, and the report judges only the node ids of contract items.
+        crashed = report.when == CRASH_PHASE
+        if crashed or any(name == PROPERTY_ITEM for name, _ in report.user_properties):
             self.results.setdefault(report.nodeid, []).append(phase_result(report))
 
     @pytest.hookimpl(optionalhook=True)
@@ -182,6 +205,8 @@ class ConformanceSession:
         for misuse in output["misuses"]:
             if misuse not in self.worker_misuses:
                 self.worker_misuses.append(misuse)
+        self.notes += [note for note in output["notes"] if note not in self.notes]
+        self.deselected += [i for i in output["deselected"] if i not in self.deselected]
 
     # -- the report ------------------------------------------------------------------------
 
@@ -191,12 +216,8 @@ class ConformanceSession:
         if self.worker_misuses:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
-        if exitstatus not in (
-            pytest.ExitCode.OK,
-            pytest.ExitCode.TESTS_FAILED,
-            pytest.ExitCode.NO_TESTS_COLLECTED,
-        ):
-            return  # interrupted, internal or usage error: pytest's status stands
+        if exitstatus in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+            return  # pytest's status stands, and the results cannot be trusted
         all_promises = [spec for seam in self.registry.seams() for spec in seam.suite.promises()]
         report = build_report(
             implementations=self.implementations.as_list(),
@@ -216,11 +237,14 @@ class ConformanceSession:
             write_json(report, Path(json_path))
         md_path = self.config.getoption("polyloop_report_md")
         write_markdown(render_markdown(report), Path(md_path) if md_path else None)
-        session.exitstatus = verdict_exit_status(report["verdict"])
+        if exitstatus != pytest.ExitCode.INTERRUPTED:  # --sw, -x under xdist, Ctrl-C: stays red
+            session.exitstatus = verdict_exit_status(report["verdict"])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:
             return
+        for note in self.notes:
+            terminalreporter.write_line(f"polyloop: warning: {note}", yellow=True)
         if self.worker_misuses:
             terminalreporter.write_sep("=", "polyloop conformance: misuse of seam tags", red=True)
             for misuse in self.worker_misuses:
@@ -234,7 +258,13 @@ class ConformanceSession:
         )
         for line in render_text(self.report).splitlines():
             terminalreporter.write_line(line)
-        if verdict == "no_implementations":
+        if verdict == "no_implementations" and self.deselected:
+            terminalreporter.write_line("")
+            terminalreporter.write_line(
+                "Every implementation was deselected (-k, -m or node ids): "
+                + ", ".join(sorted(self.deselected))
+            )
+        elif verdict == "no_implementations":
             terminalreporter.write_line("")
             terminalreporter.write_line(
                 "No seam implementation was found. To add one, " + HOW_TO_TAG

@@ -18,6 +18,12 @@ __all__ = ["LOOP_SCOPES", "SeamTag", "read_tag", "seam"]
 
 TAG_ATTRIBUTE = "__polyloop_seam__"
 MARKER_NAME = "polyloop_seam"
+# pytest >= 9 refuses @pytest.mark.polyloop_seam on a fixture with this bare message.
+MARKS_ON_FIXTURES = "Marks cannot be applied to fixtures"
+MARKER_HINT = (
+    "pytest 9 refuses marks on fixtures, @pytest.mark.polyloop_seam included: tag the fixture "
+    "with @pytest_polyloop.seam(...) instead (same arguments, above or below @pytest.fixture)"
+)
 LOOP_SCOPES = ("function", "class", "module", "package", "session")
 
 TagRoute = Literal["decorator", "marker", "ini"]

@@ -8,10 +8,14 @@ results → outcomes → report; each step lives in its own module.
 
 from __future__ import annotations
 
+import linecache
+import traceback
+from collections.abc import Generator
+
 import pytest
 
 from pytest_polyloop import hookspecs
-from pytest_polyloop._tagging import MARKER_NAME
+from pytest_polyloop._tagging import MARKER_HINT, MARKER_NAME, MARKS_ON_FIXTURES
 
 # The suites live in polyloop.testing; an editable install is not rewritten unless asked,
 # and this must happen before anything imports the kit.
@@ -68,10 +72,49 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests() -> Generator[None, None, None]:
+    """pytest >= 9 refuses ``@pytest.mark.polyloop_seam`` on a fixture with a bare ``Failed``
+    (a crash trace, since it is no ``Exception``): make it a usage error naming the decorator."""
+    try:
+        return (yield)
+    except BaseException as error:
+        if MARKS_ON_FIXTURES not in str(error) or MARKER_NAME not in _source_line(error):
+            raise
+        raise pytest.UsageError(
+            f"{_where(error)}: {MARKS_ON_FIXTURES.lower()} on pytest >= 9; {MARKER_HINT}"
+        ) from None
+
+
+def _user_frames(error: BaseException) -> list[traceback.FrameSummary]:
+    frames = traceback.extract_tb(error.__traceback__)
+    return [
+        frame
+        for frame in frames
+        if "site-packages" not in frame.filename and "<" not in frame.filename
+    ]
+
+
+def _where(error: BaseException) -> str:
+    frames = _user_frames(error)
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "conftest"
+
+
+def _source_line(error: BaseException) -> str:
+    """The decorated function's source around the failing frame (the marker is written there)."""
+    frames = _user_frames(error)
+    if not frames:
+        return ""
+    lines = linecache.getlines(frames[-1].filename)
+    start = (frames[-1].lineno or 1) - 1
+    return "".join(lines[start : start + 5])
+
+
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-asyncio reads its ini key
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -82,4 +125,20 @@ def pytest_configure(config: pytest.Config) -> None:
         # Imported here: a passive plugin loads neither the session nor the runtime it reads.
         from pytest_polyloop._session import ConformanceSession
 
+        _default_fixture_loop_scope(config)
         config.pluginmanager.register(ConformanceSession(config), "polyloop-conformance-session")
+
+
+_LOOP_SCOPE_KEY = "asyncio_default_fixture_loop_scope"
+
+
+def _default_fixture_loop_scope(config: pytest.Config) -> None:
+    """Conformance mode runs only generated suites, which need no pytest-asyncio configuration:
+    set the key pytest-asyncio warns about, unless the user set it."""
+    try:
+        if config.getini(_LOOP_SCOPE_KEY):
+            return
+    except ValueError:
+        return  # pytest-asyncio is not installed: the session says what to install
+    # getini caches; there is no public setter (pytest 8.4–9.2 keep the cache under this name).
+    config._inicache[_LOOP_SCOPE_KEY] = "function"

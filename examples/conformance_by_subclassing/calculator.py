@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from polyloop import (
@@ -82,26 +84,42 @@ class JsonLinesStore:
         validate_run_id(run_id)  # never let a run id become a path like ../x
         return self.directory / f"{run_id}.jsonl"
 
-    def _read(self, run_id: str) -> list[Record]:
+    def _committed(self, run_id: str) -> bytes:
+        # A last line without its newline is an append a crash cut off: it never returned, so
+        # it is not part of the log (the crash promises caught the version that read it).
         path = self._path(run_id)
-        if not path.exists():
-            return []
+        data = path.read_bytes() if path.exists() else b""
+        return data[: data.rfind(b"\n") + 1]
+
+    def _read(self, run_id: str) -> list[Record]:
         # split("\n"), not splitlines(): JSON text may hold U+2028 or \x1c, which
         # splitlines() also treats as line ends (the round-trip promise caught exactly that).
-        lines = path.read_text("utf-8").split("\n")
+        lines = self._committed(run_id).decode("utf-8").split("\n")
         return [record_from_json(line) for line in lines if line]
 
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
-        # No await between the checks and the write: nothing can interleave in this process.
+        await self.append_many(run_id, [record], sequence=sequence)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        # The rules of append for each record in order, all checked before anything is written:
+        # a violation anywhere writes none of the batch. No await between checks and write.
+        committed = self._committed(run_id)
         log = self._read(run_id)
-        if isinstance(record, RunStarted) and log:
-            raise RunAlreadyExists(run_id)
-        if log and isinstance(log[-1], RunFinished):
-            raise RunAlreadyFinished(run_id)
-        if sequence != len(log):
-            raise RunConflict(f"{run_id}: sequence {sequence}, log has {len(log)} records")
-        with self._path(run_id).open("a", encoding="utf-8") as file:
-            file.write(record.to_json() + "\n")
+        length, finished = len(log), bool(log) and isinstance(log[-1], RunFinished)
+        for at, record in enumerate(records, start=sequence):
+            if isinstance(record, RunStarted) and length:
+                raise RunAlreadyExists(run_id)
+            if finished:
+                raise RunAlreadyFinished(run_id)
+            if at != length:
+                raise RunConflict(f"{run_id}: sequence {at}, log has {length} records")
+            length, finished = length + 1, isinstance(record, RunFinished)
+        lines = "".join(record.to_json() + "\n" for record in records)
+        with self._path(run_id).open("ab") as file:
+            file.truncate(len(committed))  # drop a torn line before writing after it
+            file.write(lines.encode("utf-8"))  # the whole batch in one write
+            file.flush()
+            os.fsync(file.fileno())  # durable when append_many returns, power loss included
 
     async def read_log(self, run_id: str) -> RunLog:
         return RunLog(tuple(self._read(run_id)))

@@ -16,6 +16,7 @@ from polyloop.testing import (
     DecisionParserContract,
     ParserSamples,
     RunStoreContract,
+    StoreSamples,
 )
 
 
@@ -31,6 +32,8 @@ class TestCalculatorExecutor(ActionExecutorContract):
             executes_but_errors=Action(
                 text="divide 1 0", tool_name="divide", tool_args={"a": 1, "b": 0}
             ),
+            # Optional: an action it must refuse (not_executed) turns one more promise on.
+            refused=Action(text="sqrt 4", tool_name="sqrt", tool_args={"x": 4}),
         )
 
 
@@ -56,3 +59,9 @@ class TestJsonLinesStore(RunStoreContract):
     @pytest.fixture
     def run_store(self, tmp_path: Path) -> JsonLinesStore:
         return JsonLinesStore(tmp_path)
+
+    @pytest.fixture
+    def store_samples(self) -> StoreSamples:
+        # Optional: how to reach the store's data from another process. The kit reopens the
+        # store through it and kills writer processes mid-append (the two crash promises).
+        return StoreSamples(factory="calculator:JsonLinesStore")

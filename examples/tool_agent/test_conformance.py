@@ -12,25 +12,51 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from tool_agent import SCRIPT, build_registry
+from tool_agent import SCRIPT, build_registry, calculator
 
 import pytest_polyloop
-from polyloop import Action, Message, ModelReply
+from polyloop import Action, Message, ModelReply, ToolEnvironmentError
 from polyloop.executors import ToolExecutor
 from polyloop.models import ScriptedModel
 from polyloop.parsers import JsonToolCallParser
 from polyloop.stores import SQLiteStore
-from polyloop.testing import ActionSamples, ModelSamples, ParserSamples
+from polyloop.testing import ActionSamples, ModelSamples, ParserSamples, StoreSamples
+
+
+class CalculatorConnection:
+    """The calculator behind a connection, as a remote service would be: once the connection
+    is closed the tool reports its environment gone (``ToolEnvironmentError``), which the
+    executor must return as ``env_error``.
+    """
+
+    def __init__(self) -> None:
+        self.open = True
+
+    def calculate(self, expression: str) -> str:
+        if not self.open:
+            raise ToolEnvironmentError("the calculator service is unreachable")
+        return calculator(expression)
+
+    def close(self) -> None:
+        self.open = False
+
+
+@pytest.fixture
+def calculator_connection() -> CalculatorConnection:
+    return CalculatorConnection()
 
 
 @pytest_polyloop.seam("action_executor", samples="tool_samples")
 @pytest.fixture
-def tool_executor() -> ToolExecutor:
-    return ToolExecutor(build_registry())
+def tool_executor(calculator_connection: CalculatorConnection) -> ToolExecutor:
+    return ToolExecutor(build_registry(calculator_connection.calculate))
 
 
 @pytest.fixture
-def tool_samples() -> ActionSamples:
+def tool_samples(calculator_connection: CalculatorConnection) -> ActionSamples:
+    async def close_the_connection(executor: ToolExecutor) -> None:
+        calculator_connection.close()
+
     return ActionSamples(
         executes_cleanly=Action(
             text="calculator 6 * 7", tool_name="calculator", tool_args={"expression": "6 * 7"}
@@ -38,6 +64,8 @@ def tool_samples() -> ActionSamples:
         executes_but_errors=Action(
             text="calculator 1 / 0", tool_name="calculator", tool_args={"expression": "1 / 0"}
         ),
+        refused=Action(text="shell rm -rf /", tool_name="shell", tool_args={"cmd": "rm -rf /"}),
+        break_environment=close_the_connection,
     )
 
 
@@ -68,12 +96,25 @@ def scripted_conversation() -> ModelSamples:
         messages=[
             Message(role="system", content="You solve arithmetic tasks with tools."),
             Message(role="user", content="What is 6 times 7?"),
-        ]
+        ],
+        # The scripted model's only failure is running out of replies: it must raise.
+        failing_client_factory=lambda base_url: ScriptedModel([]),
+        failure_bound_s=1.0,
     )
 
 
-@pytest_polyloop.seam("run_store")
+@pytest_polyloop.seam("run_store", samples="sqlite_store_samples")
 @pytest_asyncio.fixture
 async def sqlite_store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
-    async with SQLiteStore(tmp_path / "runs.db") as store:
+    async with open_sqlite_store(tmp_path) as store:
         yield store
+
+
+def open_sqlite_store(directory: Path) -> SQLiteStore:
+    """The store over ``runs.db`` in ``directory``: the crash promises reopen it through this."""
+    return SQLiteStore(directory / "runs.db")
+
+
+@pytest.fixture
+def sqlite_store_samples() -> StoreSamples:
+    return StoreSamples(factory="test_conformance:open_sqlite_store")

@@ -57,7 +57,10 @@ def submit(answer: str) -> str:
     return f"submitted: {answer}"
 
 
-def build_registry() -> ToolRegistry:
+def build_registry(calculate: Callable[[str], str] = calculator) -> ToolRegistry:
+    """The agent's tools; ``calculate`` serves the ``calculator`` tool (a stand-in can be given,
+    e.g. one behind a connection that ``test_conformance.py`` closes to break the environment).
+    """
     return ToolRegistry(
         [
             Tool(
@@ -69,7 +72,7 @@ def build_registry() -> ToolRegistry:
                     "required": ["expression"],
                     "additionalProperties": False,
                 },
-                func=calculator,
+                func=calculate,
                 replayable=True,  # pure: safe to re-execute after a crash
             ),
             Tool(

@@ -62,5 +62,12 @@ def run_report_command(args: argparse.Namespace) -> int:
     except ReportError as error:
         print(f"polyloop report: {error}", file=sys.stderr)
         return 2
-    sys.stdout.write(render_markdown(report) if args.markdown else render_text(report))
+    try:
+        text = render_markdown(report) if args.markdown else render_text(report)
+    except (KeyError, TypeError, AttributeError, ValueError) as error:
+        # load_report checks what diffs and baselines key on; rendering needs every field.
+        what = f"missing field {error.args[0]!r}" if isinstance(error, KeyError) else str(error)
+        print(f"polyloop report: {paths[0]}: malformed report ({what})", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
     return 0

@@ -18,7 +18,7 @@ import logging
 import math
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
 from polyloop._closing import AsyncClosing
 from polyloop.executors._observation_cap import checked_max_observation_chars
@@ -263,6 +263,14 @@ def _outcome(status: ActionStatus, text: str, limit: int | None) -> ActionOutcom
     return ActionOutcome(status=status, observation=shown, observation_truncated_chars=cut)
 
 
+class _Options(TypedDict, total=False):
+    """The keyword options ``stdio()`` and ``http()`` pass on to the constructor unchanged."""
+
+    read_timeout_s: float
+    open_timeout_s: float
+    max_observation_chars: int | None
+
+
 class MCPExecutor(AsyncClosing):
     """The tools of one MCP server as actions: ``Action.tool_name`` is called with
     ``Action.tool_args`` over the official ``mcp`` SDK (extra ``polyloop[mcp]``).
@@ -315,14 +323,13 @@ class MCPExecutor(AsyncClosing):
         args: Sequence[str] = (),
         *,
         env: Mapping[str, str] | None = None,
-        read_timeout_s: float = 60.0,
-        open_timeout_s: float = 30.0,
-        max_observation_chars: int | None = 100_000,
+        **options: Unpack[_Options],
     ) -> MCPExecutor:
         """A server started as a child process, speaking MCP over its stdin/stdout.
 
         ``env`` is merged over the SDK's minimal default environment (``HOME``, ``PATH``, …),
-        not over ``os.environ``. The child's stderr goes to this process's stderr.
+        not over ``os.environ``. The child's stderr goes to this process's stderr. ``options``
+        (``read_timeout_s``, ``open_timeout_s``, ``max_observation_chars``) are the constructor's.
         """
         _require_sdk()
         from mcp import StdioServerParameters
@@ -338,31 +345,22 @@ class MCPExecutor(AsyncClosing):
         params = StdioServerParameters(
             command=command, args=list(args), env=None if env is None else dict(env)
         )
-        return cls(
-            params,
-            read_timeout_s=read_timeout_s,
-            open_timeout_s=open_timeout_s,
-            max_observation_chars=max_observation_chars,
-        )
+        return cls(params, **options)
 
     @classmethod
     def http(
         cls,
         url: str,
-        *,
-        read_timeout_s: float = 60.0,
-        open_timeout_s: float = 30.0,
-        max_observation_chars: int | None = 100_000,
+        **options: Unpack[_Options],
     ) -> MCPExecutor:
-        """A server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``)."""
+        """A server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``).
+
+        ``options`` (``read_timeout_s``, ``open_timeout_s``, ``max_observation_chars``) are the
+        constructor's.
+        """
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"url must be an http:// or https:// URL, got {url!r}")
-        return cls(
-            url,
-            read_timeout_s=read_timeout_s,
-            open_timeout_s=open_timeout_s,
-            max_observation_chars=max_observation_chars,
-        )
+        return cls(url, **options)
 
     async def open(self) -> Self:
         """Connect, list the tools and build :attr:`registry`; once per executor.

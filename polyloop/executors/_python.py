@@ -118,7 +118,9 @@ class PythonExecutor(AsyncClosing):
       ``SyntaxError`` and ``SystemExit`` included), or it **timed out**.
     * ``env_error`` — the session itself broke: the child could not start, died (``os._exit``,
       a segfault, killed from outside) or answered with something that is not the protocol.
-      The child is reaped; the next ``execute`` starts a fresh session (state lost).
+      The child is reaped; the next ``execute`` starts a fresh session (state lost). A child
+      that died *between* actions is found by the next ``execute``, which returns ``env_error``
+      saying so (it does not run the action); the one after gets the fresh session.
     * ``not_executed`` — never: any text is code to run.
 
     **A timeout is ``executed``, and the session is restarted.** After ``timeout_s`` seconds
@@ -321,7 +323,9 @@ class PythonExecutor(AsyncClosing):
         session = self._session
         if session is not None and session.proc.returncode is None:
             return session.proc
-        self._session = None
+        if session is not None:  # it died between actions: say so once, not start afresh quietly
+            await self._kill()
+            raise _SessionBroken(_died_idle(session.proc.returncode))
         session = self._session = await self._spawn()
         try:
             async with asyncio.timeout(self.start_timeout_s):
@@ -379,6 +383,16 @@ def _stopped(why: str) -> ActionOutcome:
             f"TimeoutError: {why} and was stopped. The Python session restarts for the next "
             "action: variables, imports and definitions from earlier actions are lost."
         ),
+    )
+
+
+def _died_idle(returncode: int | None) -> str:
+    """The message for a session found dead at the start of an action."""
+    code = returncode or 0
+    how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+    return (
+        f"The Python session died between actions ({how}): its state is lost "
+        "(variables, imports and definitions); the next action starts a new session."
     )
 
 

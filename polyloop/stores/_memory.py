@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from polyloop._closing import AsyncClosing
 from polyloop._run_id import validate_run_id
-from polyloop.stores._rules import check_append, check_record, decode_log
+from polyloop.stores._rules import check_append_many, check_batch, check_record, decode_log
 from polyloop.types import Record, RunFinished, RunLog
 
 
@@ -24,13 +25,18 @@ class MemoryStore(AsyncClosing):
 
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         check_record(run_id, record, sequence)
-        body = record.to_json()  # a record that cannot be encoded writes nothing
+        await self.append_many(run_id, (record,), sequence=sequence)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        batch = check_batch(run_id, records, sequence)
+        # Encoded first, as the durable stores do: a record that cannot be encoded writes nothing.
+        rows = [(sequence + n, record.kind, record.to_json()) for n, record in enumerate(batch)]
         # No await between the check and the write: the event loop cannot interleave another
         # append here, so the check-then-write is atomic without a lock.
         log = self._logs.get(run_id, [])
         finished = bool(log) and log[-1][1] == RunFinished.kind
-        check_append(run_id, record, sequence=sequence, length=len(log), finished=finished)
-        log.append((sequence, record.kind, body))
+        check_append_many(run_id, batch, sequence=sequence, length=len(log), finished=finished)
+        log.extend(rows)
         self._logs[run_id] = log
 
     async def read_log(self, run_id: str) -> RunLog:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -27,7 +28,7 @@ from polyloop.errors import (
     SchemaVersionError,
     StoreCorrupted,
 )
-from polyloop.stores._rules import check_append, check_record, decode_log
+from polyloop.stores._rules import check_append_many, check_batch, check_record, decode_log
 from polyloop.types import Record, RunFinished, RunLog, RunStarted
 
 if TYPE_CHECKING:
@@ -193,10 +194,20 @@ class PostgresStore(AsyncClosing):
 
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         check_record(run_id, record, sequence)
-        body = _body_text(record)
-        finished = isinstance(record, RunFinished)
+        await self.append_many(run_id, (record,), sequence=sequence)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        """Append ``records`` at ``sequence``, ``sequence + 1``, … in one transaction.
+
+        All or nothing: the append rules apply to each record in order under the run's row
+        lock, and the first violation is raised with nothing written.
+        """
+        batch = check_batch(run_id, records, sequence)
+        rows = [(run_id, sequence + n, r.kind, _body_text(r)) for n, r in enumerate(batch)]
+        last = batch[-1]
+        finished = isinstance(last, RunFinished)
         # Copied out of the body so runs can be filed by stop reason in plain SQL.
-        stop_reason = record.stop_reason.value if isinstance(record, RunFinished) else None
+        stop_reason = last.stop_reason.value if isinstance(last, RunFinished) else None
         import psycopg
 
         pool = await self._pool()
@@ -210,29 +221,31 @@ class PostgresStore(AsyncClosing):
                 )
                 row = await cur.fetchone()
                 length, was_finished = (0, False) if row is None else (int(row[0]), bool(row[1]))
-                check_append(
-                    run_id, record, sequence=sequence, length=length, finished=was_finished
+                check_append_many(
+                    run_id, batch, sequence=sequence, length=length, finished=was_finished
                 )
                 if row is None:
                     # No row to lock yet: a racing first append is stopped by the primary key.
                     await conn.execute(
-                        "INSERT INTO polyloop_runs (run_id, length, finished) VALUES (%s, 1, %s)",
-                        (run_id, finished),
+                        "INSERT INTO polyloop_runs (run_id, length, finished, stop_reason) "
+                        "VALUES (%s, %s, %s, %s)",
+                        (run_id, len(batch), finished, stop_reason),
                     )
                 else:
                     await conn.execute(
                         "UPDATE polyloop_runs SET length = %s, finished = %s, stop_reason = %s "
                         "WHERE run_id = %s",
-                        (length + 1, finished, stop_reason, run_id),
+                        (length + len(batch), finished, stop_reason, run_id),
                     )
-                await conn.execute(
-                    "INSERT INTO polyloop_records (run_id, sequence, kind, body) "
-                    "VALUES (%s, %s, %s, %s)",
-                    (run_id, sequence, record.kind, body),
-                )
+                async with conn.cursor() as insert:
+                    await insert.executemany(
+                        "INSERT INTO polyloop_records (run_id, sequence, kind, body) "
+                        "VALUES (%s, %s, %s, %s)",
+                        rows,
+                    )
         except psycopg.errors.UniqueViolation:
             # Another writer committed this run's start or this sequence first.
-            if isinstance(record, RunStarted):
+            if isinstance(batch[0], RunStarted):
                 raise RunAlreadyExists(
                     f"run {run_id!r} already has a log (a concurrent RunStarted won)"
                 ) from None

@@ -19,7 +19,14 @@ from polyloop.errors import (
     SchemaVersionError,
     StoreCorrupted,
 )
-from polyloop.types import RECORD_TYPES, Record, RunLog, RunStarted, record_from_json
+from polyloop.types import (
+    RECORD_TYPES,
+    Record,
+    RunFinished,
+    RunLog,
+    RunStarted,
+    record_from_json,
+)
 
 
 def check_record(run_id: str, record: object, sequence: object) -> None:
@@ -29,6 +36,36 @@ def check_record(run_id: str, record: object, sequence: object) -> None:
         raise TypeError(f"append expects a polyloop record, got {type(record).__name__}")
     if not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 0:
         raise ValueError(f"sequence must be an int >= 0, got {sequence!r}")
+
+
+def check_batch(run_id: str, records: object, sequence: object) -> tuple[Record, ...]:
+    """:func:`check_record` for a batch: every record, before any I/O; the batch as a tuple.
+
+    An empty batch is a ``ValueError`` (there is nothing to fence), a ``str`` or a single record
+    is a ``TypeError`` (a sequence of records is expected).
+    """
+    if isinstance(records, str | bytes) or not isinstance(records, Sequence):
+        raise TypeError(f"append_many expects a sequence of records, got {type(records).__name__}")
+    batch = tuple(records)
+    if not batch:
+        raise ValueError("append_many needs at least one record")
+    for record in batch:
+        check_record(run_id, record, sequence)
+    return batch
+
+
+def check_append_many(
+    run_id: str, records: Sequence[Record], *, sequence: int, length: int, finished: bool
+) -> None:
+    """The rules of :func:`check_append` for each record in order, as if appended one by one.
+
+    The first violation is the batch's error; the caller then writes none of the batch.
+    """
+    for offset, record in enumerate(records):
+        check_append(
+            run_id, record, sequence=sequence + offset, length=length + offset, finished=finished
+        )
+        finished = isinstance(record, RunFinished)
 
 
 def check_append(

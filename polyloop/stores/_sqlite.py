@@ -8,8 +8,11 @@ Why it is built this way (the decision record is ``docs/design/0002-sqlite-durab
   taken *before* the log is read, so a second writer waits on the busy timeout. A deferred
   transaction that reads and then writes gets ``SQLITE_BUSY`` at once instead (SQLite cannot
   wait there without risking a deadlock), which would turn ordinary contention into errors.
-* The append rules (:func:`polyloop.stores._rules.check_append`) run *inside* that
-  transaction; the primary key ``(run_id, sequence)`` is a second fence under them.
+* The append rules (:func:`polyloop.stores._rules.check_append_many`) run *inside* that
+  transaction; the primary key ``(run_id, sequence)`` is a second fence under them. A batch
+  (``append_many``) is one transaction: one fsync for all its records, all or nothing.
+* The log's end is read only when this process does not know it (``docs/design/0003``): the
+  length it last committed is a lower bound, and the primary key catches a stale one.
 * An existing file is inspected read-only before anything is written, so a file that is not a
   polyloop database is reported (``StoreCorrupted`` naming the path) and left byte-identical.
 """
@@ -25,15 +28,15 @@ import stat
 import struct
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from polyloop._closing import AsyncClosing
 from polyloop._run_id import validate_run_id
 from polyloop.errors import RunConflict, SchemaVersionError, StoreCorrupted
-from polyloop.stores._rules import check_append, check_record, decode_log
-from polyloop.types import Record, RunFinished, RunLog
+from polyloop.stores._rules import check_append_many, check_batch, check_record, decode_log
+from polyloop.types import Record, RunFinished, RunLog, RunStarted
 
 __all__ = ["STORE_SCHEMA_MAJOR", "STORE_SCHEMA_MINOR", "SQLiteStore"]
 
@@ -57,6 +60,8 @@ _SCHEMA = (
     ") WITHOUT ROWID",
 )
 _RECORD_COLUMNS = {"run_id", "sequence", "kind", "body"}
+_INSERT = "INSERT INTO polyloop_records (run_id, sequence, kind, body) VALUES (?, ?, ?, ?)"
+_Rows = list[tuple[str, int, str, str]]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _DEFAULT_BUSY_TIMEOUT_S = 60.0
@@ -96,6 +101,9 @@ class SQLiteStore(AsyncClosing):
         self._worker_lock = threading.Lock()  # guards the worker's creation
         self._worker: _Worker | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None  # one per store, not per reopen
+        # run id -> the length this process last committed for it (unfinished runs only);
+        # read and written on the worker thread under self._lock.
+        self._lengths: dict[str, int] = {}
 
     @property
     def path(self) -> Path:
@@ -106,8 +114,18 @@ class SQLiteStore(AsyncClosing):
 
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         check_record(run_id, record, sequence)
-        body = record.to_json()  # encode on the caller's side: a bad record writes nothing
-        await self._in_worker(self._append, run_id, record, sequence, body)
+        await self.append_many(run_id, (record,), sequence=sequence)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        """Append ``records`` at ``sequence``, ``sequence + 1``, … in one durable transaction.
+
+        All or nothing: the append rules apply to each record in order, and the first violation
+        is raised with nothing written. One commit, so one WAL fsync and one thread hand-off.
+        """
+        batch = check_batch(run_id, records, sequence)
+        # Encoded on the caller's side, once: a record that cannot be encoded writes nothing.
+        rows = [(run_id, sequence + n, r.kind, r.to_json()) for n, r in enumerate(batch)]
+        await self._in_worker(self._append, run_id, batch, sequence, rows)
 
     async def read_log(self, run_id: str) -> RunLog:
         validate_run_id(run_id)
@@ -153,38 +171,62 @@ class SQLiteStore(AsyncClosing):
             worker = self._worker
         return await worker.call(call, *args)
 
-    def _append(self, run_id: str, record: Record, sequence: int, body: str) -> None:
+    def _append(self, run_id: str, batch: tuple[Record, ...], sequence: int, rows: _Rows) -> None:
         def write(conn: sqlite3.Connection) -> None:
             # IMMEDIATE: take the write lock before reading the log (see the module docstring).
             conn.execute("BEGIN IMMEDIATE")
             try:
-                last = conn.execute(
-                    "SELECT sequence, kind FROM polyloop_records WHERE run_id = ? "
-                    "ORDER BY sequence DESC LIMIT 1",
-                    (run_id,),
-                ).fetchone()
-                length = 0 if last is None else int(last[0]) + 1
-                finished = last is not None and last[1] == RunFinished.kind
-                check_append(run_id, record, sequence=sequence, length=length, finished=finished)
+                self._fence(conn, run_id, batch, sequence)
                 try:
-                    conn.execute(
-                        "INSERT INTO polyloop_records (run_id, sequence, kind, body) "
-                        "VALUES (?, ?, ?, ?)",
-                        (run_id, sequence, record.kind, body),
-                    )
+                    conn.executemany(_INSERT, rows)
                 except sqlite3.IntegrityError:
-                    # Unreachable while the check above holds; the primary key is the fence
-                    # that still stands if it ever does not.
+                    # The cached length was stale (another process appended): read the log to
+                    # raise the precise error; the primary key already refused the batch.
+                    self._fence(conn, run_id, batch, sequence, cached=False)
                     raise RunConflict(
                         f"run {run_id!r}: a record at sequence {sequence} already exists"
                     ) from None
                 conn.execute("COMMIT")
             except BaseException:
+                self._lengths.pop(run_id, None)
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            if isinstance(batch[-1], RunFinished):
+                self._lengths.pop(run_id, None)
+            else:
+                self._lengths[run_id] = sequence + len(batch)
 
         self._with_connection(write)
+
+    def _fence(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        batch: tuple[Record, ...],
+        sequence: int,
+        *,
+        cached: bool = True,
+    ) -> None:
+        """Apply the append rules to ``batch``, reading the log's end only when it must.
+
+        The length this process last committed is a lower bound of the log's (it only grows):
+        when the caller's ``sequence`` equals it, the rules are checked against it without a
+        read, and a stale value shows as a primary-key conflict. A ``RunStarted`` always reads
+        (the key cannot tell "exists" from "free").
+        """
+        known = cached and self._lengths.get(run_id) == sequence
+        if known and not any(isinstance(record, RunStarted) for record in batch):
+            check_append_many(run_id, batch, sequence=sequence, length=sequence, finished=False)
+            return
+        last = conn.execute(
+            "SELECT sequence, kind FROM polyloop_records WHERE run_id = ? "
+            "ORDER BY sequence DESC LIMIT 1",
+            (run_id,),
+        ).fetchone()
+        length = 0 if last is None else int(last[0]) + 1
+        finished = last is not None and last[1] == RunFinished.kind
+        check_append_many(run_id, batch, sequence=sequence, length=length, finished=finished)
 
     def _read_log(self, run_id: str) -> RunLog:
         rows: list[Any] = self._with_connection(

@@ -15,10 +15,13 @@ your implementation::
 Needs the ``testing`` extra (pytest, pytest-asyncio, hypothesis): ``pip install
 polyloop[testing]``. The runtime core never imports this package.
 
-Public surface: the five suites and :class:`ContractBase`; the samples types; the skip helpers
-:func:`unverifiable` / :func:`not_applicable` and :class:`ContractSkip`; the catalogue interface
-:class:`PromiseSpec`, :func:`suite_hash`, :data:`BUILTIN_SUITES`, :data:`KIT_VERSION`; and the
-Hypothesis strategies in :mod:`polyloop.testing.strategies`.
+Public surface: the five suites and :class:`ContractBase`; the samples types (the optional
+:class:`StoreSamples` and the optional fields of the others turn the failure promises on); the
+skip helpers :func:`unverifiable` / :func:`not_applicable` / :func:`kept_by_polyloop` and
+:class:`ContractSkip`; the catalogue interface
+:class:`PromiseSpec`, :func:`suite_hash`, :data:`BUILTIN_SUITES`, :data:`KIT_VERSION`; the
+Hypothesis strategies in :mod:`polyloop.testing.strategies`; and :class:`RunStoreStateMachine`,
+which drives any store against the reference ``MemoryStore``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ pytest.register_assert_rewrite(
     "polyloop.testing._event_sink",
     "polyloop.testing._run_store",
     "polyloop.testing._cancel",
+    "polyloop.testing._durability",
+    "polyloop.testing._stateful",
 )
 
 from polyloop.testing import strategies  # noqa: E402
@@ -57,13 +62,20 @@ from polyloop.testing._decision_parser import DecisionParserContract  # noqa: E4
 from polyloop.testing._event_sink import EventSinkContract  # noqa: E402
 from polyloop.testing._model_client import ModelClientContract  # noqa: E402
 from polyloop.testing._run_store import RunStoreContract  # noqa: E402
-from polyloop.testing._samples import ActionSamples, ModelSamples, ParserSamples  # noqa: E402
+from polyloop.testing._samples import (  # noqa: E402
+    ActionSamples,
+    ModelSamples,
+    ParserSamples,
+    StoreSamples,
+)
 from polyloop.testing._skips import (  # noqa: E402
     ContractSkip,
+    kept_by_polyloop,
     not_applicable,
     parse_skip_reason,
     unverifiable,
 )
+from polyloop.testing._stateful import RunStoreStateMachine  # noqa: E402
 
 #: Seam name → built-in suite. The plugin registers these through its own hook, like a sixth.
 BUILTIN_SUITES: dict[str, type[ContractBase]] = {
@@ -92,7 +104,10 @@ __all__ = [
     "PromiseSpec",
     "RecordTypes",
     "RunStoreContract",
+    "RunStoreStateMachine",
+    "StoreSamples",
     "bounded_settings",
+    "kept_by_polyloop",
     "not_applicable",
     "parse_skip_reason",
     "strategies",

@@ -8,6 +8,9 @@ which is why the suite executes only the two actions the implementer supplies.
 
 from __future__ import annotations
 
+import asyncio
+from functools import partial
+
 import pytest
 
 from polyloop.ports import ActionExecutor
@@ -22,12 +25,19 @@ from polyloop.testing._base import (
 from polyloop.testing._cancel import assert_cancellation_propagates
 from polyloop.testing._samples import ActionSamples
 from polyloop.testing._shapes import action_outcome_problems, short
-from polyloop.testing._skips import unverifiable
-from polyloop.types import ActionOutcome
+from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
+from polyloop.types import ActionOutcome, ActionStatus
 
 __all__ = ["ActionExecutorContract"]
 
 _LIBRARY_TESTS = "polyloop's own loop tests"
+_TRIGGERS = (
+    "execute() reports executed when the action ran (even if it failed), not_executed "
+    "when it never entered execution, env_error when the environment is broken"
+)
+# How long a broken environment may take to be noticed: an executor's own timeouts decide it,
+# this only keeps a hanging executor from hanging the suite.
+_ENV_ERROR_BOUND_S = 60.0
 
 
 async def _execute(executor: ActionExecutor, samples: object, which: str) -> ActionOutcome:
@@ -172,62 +182,110 @@ class ActionExecutorContract(ContractBase):
 
         An executor that swallows the cancellation keeps the run's task alive while its caller
         believes it stopped: container leases, connections and temp directories leak silently,
-        and the loop cannot record the run as cancelled. ``not_applicable`` when the executor
-        finishes within one event-loop tick — it then has no await point at which to swallow
-        anything, and a verdict that depended on speed would be flaky.
+        and the loop cannot record the run as cancelled. Both samples are cancelled at several
+        depths — a few event-loop ticks, then fractions of an uncancelled call — because the
+        usual culprit swallows it only around its main await, after a quick first one (a
+        connect, a lock, a process start), or only on one path (the erroring one).
+        ``not_applicable`` when every probe found the call already finished: it has no await
+        point at which to swallow anything, and a verdict that depended on speed would be flaky.
         """
         require_seam(action_executor, "action_executor", "execute", "async execute(action)")
         samples = require_samples(action_samples, ActionSamples, "action_samples")
         await assert_cancellation_propagates(
-            action_executor.execute(samples.executes_cleanly),
+            {
+                f"execute(action_samples.{which})": partial(
+                    action_executor.execute, getattr(samples, which)
+                )
+                for which in ("executes_cleanly", "executes_but_errors")
+            },
             promise="a cancelled execute() lets CancelledError through",
-            what="execute(action_samples.executes_cleanly)",
+            what="execute() of either sample",
         )
 
-    @unverifiable_promise
-    async def test_status_trigger_conditions(self, action_executor: ActionExecutor) -> None:
+    async def test_status_trigger_conditions(
+        self, action_executor: ActionExecutor, action_samples: ActionSamples
+    ) -> None:
         """``executed`` when the action ran (even if it failed), ``not_executed`` when it never
         entered execution, ``env_error`` when the environment itself is broken.
 
         These are the executor's own judgements. A suite facing an arbitrary implementation
         cannot force it into the last two: probing with a made-up tool name would fail a correct
-        executor whose action language has no tool names and always reports ``executed``.
+        executor whose action language has no tool names and always reports ``executed``. So
+        the implementer hands over an action to refuse (``ActionSamples.refused``) and the suite
+        demands ``not_executed`` for it; ``env_error`` is ``failure_is_a_return_value``.
         """
-        unverifiable(
-            promise=(
-                "execute() reports executed when the action ran (even if it failed), not_executed "
-                "when it never entered execution, env_error when the environment is broken"
-            ),
-            why=(
-                "the suite cannot push an arbitrary executor into not_executed or env_error "
-                "without inventing inputs in a language it does not know"
-            ),
-            verify_yourself=(
-                "in your own tests, build one action per status in your action language (an "
-                "unknown tool, invalid arguments, a dead connection) and assert the status; "
-                f"what the loop does with each status is guarded by {_LIBRARY_TESTS}"
-            ),
+        samples = require_samples(action_samples, ActionSamples, "action_samples")
+        if samples.never_refuses:
+            not_applicable(
+                promise=_TRIGGERS,
+                why="ActionSamples(never_refuses=True) declares that this executor has no "
+                "refusal path (any action is run), so not_executed never applies",
+                verify_yourself="nothing to check while the executor refuses nothing",
+            )
+        if samples.refused is None:
+            unverifiable(
+                promise=_TRIGGERS,
+                why=(
+                    "the suite cannot push an arbitrary executor into not_executed without "
+                    "inventing inputs in a language it does not know"
+                ),
+                verify_yourself=(
+                    "give ActionSamples(refused=<an action your executor must refuse>) — or "
+                    "never_refuses=True — and the kit checks this; env_error is checked by "
+                    f"failure_is_a_return_value; what the loop does with each status is guarded "
+                    f"by {_LIBRARY_TESTS}"
+                ),
+            )
+        outcome = await _execute(action_executor, samples, "refused")
+        assert outcome.status is ActionStatus.NOT_EXECUTED, (
+            f"execute(action_samples.refused) returned status {outcome.status.value}, not "
+            f"not_executed: the action you said it refuses was judged as run "
+            f"(observation {short(outcome.observation)})"
         )
 
-    @unverifiable_promise
-    async def test_failure_is_a_return_value(self, action_executor: ActionExecutor) -> None:
+    async def test_failure_is_a_return_value(
+        self, action_executor: ActionExecutor, action_samples: ActionSamples
+    ) -> None:
         """A broken environment is reported as ``ActionOutcome(status=env_error)``, not raised.
 
         An exception from ``execute`` is not caught by the library: it propagates out of
         ``run()``, the log ends at the ``ActionIntent`` and a resume has to decide whether the
-        action happened. A return value lets the run stop cleanly with ``env_error``.
+        action happened. A return value lets the run stop cleanly with ``env_error``. Checked
+        when ``ActionSamples.break_environment`` is given: after the hook broke the executor's
+        environment, ``execute(executes_cleanly)`` must return ``env_error``.
         """
-        unverifiable(
-            promise="a broken environment is returned as status env_error, never raised",
-            why=(
-                "the suite cannot break an arbitrary implementation's environment portably, "
-                "and implementations without one would be judged on a failure they cannot have"
-            ),
-            verify_yourself=(
-                "in your own tests, break the environment (kill the session, drop the "
-                "connection) and assert execute() returns status env_error instead of raising; "
-                f"that a raised exception propagates out of run() is guarded by {_LIBRARY_TESTS}"
-            ),
+        samples = require_samples(action_samples, ActionSamples, "action_samples")
+        if samples.break_environment is None:
+            unverifiable(
+                promise="a broken environment is returned as status env_error, never raised",
+                why=(
+                    "the suite cannot break an arbitrary implementation's environment portably, "
+                    "and implementations without one would be judged on a failure they cannot "
+                    "have"
+                ),
+                verify_yourself=(
+                    "give ActionSamples(break_environment=<async hook(executor) that kills its "
+                    "session or drops its connection>) and the kit checks this; that a raised "
+                    f"exception propagates out of run() is guarded by {_LIBRARY_TESTS}"
+                ),
+            )
+        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
+        await samples.break_environment(action_executor)
+        try:
+            async with asyncio.timeout(_ENV_ERROR_BOUND_S):
+                outcome = await action_executor.execute(samples.executes_cleanly)
+        except Exception as error:
+            pytest.fail(
+                "after action_samples.break_environment, execute() raised "
+                f"{type(error).__name__}: {short(str(error))} — a broken environment must be "
+                "returned as ActionOutcome(status=env_error)",
+                pytrace=False,
+            )
+        problems = action_outcome_problems(outcome, "execute() after break_environment")
+        assert not problems, "\n".join(problems)
+        assert outcome.status is ActionStatus.ENV_ERROR, (
+            f"after action_samples.break_environment, execute() returned status "
+            f"{outcome.status.value}, not env_error (observation {short(outcome.observation)})"
         )
 
     @unverifiable_promise
@@ -241,14 +299,16 @@ class ActionExecutorContract(ContractBase):
         configured synthetic observation, so what the model sees is part of the parameter
         snapshot. The substitution is a property of a whole run, not of this seam.
         """
-        unverifiable(
+        kept_by_polyloop(
             promise=(
                 "for not_executed and env_error the model sees the library's synthetic "
                 "observation and the executor's own text is kept only for audit"
             ),
             why="the substitution happens in the loop after execute() returns, not in the executor",
-            verify_yourself=(
-                "nothing to do in your executor: fill observation as usual; the substitution is "
-                f"guarded by {_LIBRARY_TESTS}"
+            guarded_by=(
+                "tests/unit/test_step_records.py::"
+                "test_an_action_that_did_not_execute_records_the_synthetic_text_and_keeps_the_executors",
+                "tests/unit/test_step_records.py::"
+                "test_a_not_executed_action_keeps_the_executors_text_out_of_the_history",
             ),
         )

@@ -10,11 +10,15 @@ Class attributes read by ``pytest_polyloop``:
 
 * ``seam: ClassVar[str]`` — the seam name, also the name of the fixture the suite needs.
 * ``samples_fixture: ClassVar[str | None]`` — the samples fixture the suite needs, or ``None``.
+* ``optional_samples_fixture: ClassVar[str | None] = None`` — a samples fixture the suite can
+  use but does not need (its default returns ``None``); ``RunStoreContract`` has
+  ``"store_samples"``. A tag's ``samples=`` for such a seam names the fixture to pass through.
 * ``loop_scope: ClassVar[str] = "function"`` — the pytest-asyncio loop scope the async promise
   tests run in; set it to the scope your implementation's fixture lives in.
 * ``waive: ClassVar[Mapping[str, str]] = {}`` — promise id → reason. The kit applies it: a waived
   promise runs under ``xfail(strict=True, reason="waived: <reason>")``, so a failure is an xfail
-  (outcome ``waived``) and a pass is a strict XPASS failure (``stale_waiver``).
+  (outcome ``waived``) and a pass is a strict XPASS failure (``stale_waiver``). A promise test the
+  subclass replaced is not put under xfail: the replacement's own result counts.
 
 Class creation (``__init_subclass__``) of a concrete subclass adds
 ``pytest.mark.asyncio(loop_scope=cls.loop_scope)`` to the class's *own* ``pytestmark`` (the suites
@@ -158,6 +162,7 @@ class ContractBase:
 
     seam: ClassVar[str]
     samples_fixture: ClassVar[str | None] = None
+    optional_samples_fixture: ClassVar[str | None] = None
     loop_scope: ClassVar[str] = "function"
     waive: ClassVar[Mapping[str, str]] = {}
 
@@ -212,10 +217,15 @@ class ContractBase:
 
     @pytest.fixture(autouse=True)
     def _polyloop_waiver(self, request: pytest.FixtureRequest) -> None:
-        """Run a waived promise under ``xfail(strict=True)``: fail → waived, pass → stale."""
+        """Run a waived promise under ``xfail(strict=True)``: fail → waived, pass → stale.
+
+        Not a replaced promise test: the replacement's own result counts (``overridden`` if it
+        passes, ``violated`` if it fails), so plain ``pytest`` stays green for a passing one.
+        """
         test_name = getattr(request.node, "originalname", None) or request.node.name
         spec = type(self).promise_for_test(test_name)
-        if spec is not None and spec.id in type(self).waive:
+        replaced = spec is not None and getattr(type(self), test_name, None) is not spec.function
+        if spec is not None and spec.id in type(self).waive and not replaced:
             reason = type(self).waive[spec.id]
             request.applymarker(pytest.mark.xfail(strict=True, reason=f"waived: {reason}"))
 

@@ -8,6 +8,8 @@ deterministic. The suite feeds it the implementer's three sample replies, slices
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -37,6 +39,8 @@ from polyloop.types import (
 
 __all__ = ["DecisionParserContract"]
 
+_B = TypeVar("_B", Action, FinalAnswer, InvalidDecision)
+
 _HUGE = "{" * 50_000 + "\x00" + "}" * 50_000
 
 
@@ -54,6 +58,20 @@ def _parse(parser: DecisionParser, reply: ModelReply) -> ParsedReply:
     problems = parsed_reply_problems(decision, f"parse({short(reply.text, 60)})")
     assert not problems, "\n".join(problems)
     return decision
+
+
+def _parse_sample(parser: DecisionParser, reply: ModelReply, name: str, branch: type[_B]) -> _B:
+    """Parse the sample ``parser_samples.<name>`` and demand the ``branch`` it stands for."""
+    decision = _parse(parser, reply)
+    assert isinstance(decision, branch), (
+        f"parser_samples.{name} parsed to {short(decision)}, not {_article(branch)} "
+        f"{branch.__name__}"
+    )
+    return decision
+
+
+def _article(branch: type) -> str:
+    return "an" if branch.__name__[0] in "AEIOU" else "a"
 
 
 def _sample_replies(samples: ParserSamples) -> list[ModelReply]:
@@ -191,10 +209,7 @@ class DecisionParserContract(ContractBase):
         that answers ``InvalidDecision`` to everything is total and deterministic but useless.
         """
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
-        decision = _parse(decision_parser, samples.action_reply)
-        assert isinstance(decision, Action), (
-            f"parser_samples.action_reply parsed to {short(decision)}, not an Action"
-        )
+        _parse_sample(decision_parser, samples.action_reply, "action_reply", Action)
 
     async def test_invalid_reply_gets_feedback(
         self, decision_parser: DecisionParser, parser_samples: ParserSamples
@@ -206,9 +221,8 @@ class DecisionParserContract(ContractBase):
         ``parse_failed_repeatedly``.
         """
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
-        decision = _parse(decision_parser, samples.invalid_reply)
-        assert isinstance(decision, InvalidDecision), (
-            f"parser_samples.invalid_reply parsed to {short(decision)}, not an InvalidDecision"
+        decision = _parse_sample(
+            decision_parser, samples.invalid_reply, "invalid_reply", InvalidDecision
         )
         assert decision.feedback.strip() != "", (
             f"the feedback for an invalid reply is blank ({decision.feedback!r}): the model "
@@ -234,10 +248,7 @@ class DecisionParserContract(ContractBase):
                     "environment completion signal), or give the parser a final-answer form"
                 ),
             )
-        decision = _parse(decision_parser, samples.final_reply)
-        assert isinstance(decision, FinalAnswer), (
-            f"parser_samples.final_reply parsed to {short(decision)}, not a FinalAnswer"
-        )
+        _parse_sample(decision_parser, samples.final_reply, "final_reply", FinalAnswer)
 
     async def test_action_is_serialisable(
         self, decision_parser: DecisionParser, parser_samples: ParserSamples
@@ -249,10 +260,7 @@ class DecisionParserContract(ContractBase):
         construction) make that write fail at the worst moment — with the action about to run.
         """
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
-        decision = _parse(decision_parser, samples.action_reply)
-        assert isinstance(decision, Action), (
-            f"parser_samples.action_reply parsed to {short(decision)}, not an Action"
-        )
+        decision = _parse_sample(decision_parser, samples.action_reply, "action_reply", Action)
         try:
             if decision.tool_args is not None:
                 canonical_json(dict(decision.tool_args))

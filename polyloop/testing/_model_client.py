@@ -14,23 +14,22 @@ from polyloop.testing._base import (
     missing_fixture,
     require_samples,
     require_seam,
-    unverifiable_promise,
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
+from polyloop.testing._model_failures import failure_problems
 from polyloop.testing._samples import ModelSamples
 from polyloop.testing._shapes import model_reply_problems, short
 from polyloop.testing._skips import unverifiable
-from polyloop.types import Message, ModelReply
+from polyloop.types import Message
 
 __all__ = ["ModelClientContract"]
 
 
-async def _complete(client: ModelClient, messages: list[Message]) -> ModelReply:
+async def _call(client: ModelClient, messages: list[Message]) -> object:
+    """The reply, unchecked: each promise checks only what it is about (the whole shape is
+    ``returns_a_model_reply``'s), so one wrong field is one violated promise."""
     require_seam(client, "model_client", "complete", "async complete(messages) -> ModelReply")
-    reply = await client.complete(messages)
-    problems = model_reply_problems(reply, "complete(model_samples.messages)")
-    assert not problems, "\n".join(problems)
-    return reply
+    return await client.complete(messages)
 
 
 class ModelClientContract(ContractBase):
@@ -74,7 +73,9 @@ class ModelClientContract(ContractBase):
         (``usage`` holding floats or ``None``) fails there — or is written and breaks a resume.
         """
         samples = require_samples(model_samples, ModelSamples, "model_samples")
-        await _complete(model_client, list(samples.messages))
+        reply = await _call(model_client, list(samples.messages))
+        problems = model_reply_problems(reply, "complete(model_samples.messages)")
+        assert not problems, "\n".join(problems)
 
     async def test_call_id_is_never_empty_string(
         self, model_client: ModelClient, model_samples: ModelSamples
@@ -87,15 +88,12 @@ class ModelClientContract(ContractBase):
         around it.
         """
         samples = require_samples(model_samples, ModelSamples, "model_samples")
-        require_seam(model_client, "model_client", "complete", "async complete(messages)")
-        reply = await model_client.complete(list(samples.messages))
+        reply = await _call(model_client, list(samples.messages))
         call_id = getattr(reply, "call_id", None)
         assert call_id != "", "complete() returned a reply with call_id='' (use None for no id)"
         assert call_id is None or isinstance(call_id, str), (
             f"call_id must be None or a non-empty str, got {type(call_id).__name__}"
         )
-        problems = model_reply_problems(reply, "complete(model_samples.messages)")
-        assert not problems, "\n".join(problems)
 
     async def test_does_not_mutate_messages(
         self, model_client: ModelClient, model_samples: ModelSamples
@@ -110,7 +108,7 @@ class ModelClientContract(ContractBase):
         samples = require_samples(model_samples, ModelSamples, "model_samples")
         messages = list(samples.messages)
         before = [(id(m), m.role, m.content) for m in messages]
-        await _complete(model_client, messages)
+        await _call(model_client, messages)
         after = [(id(m), getattr(m, "role", None), getattr(m, "content", None)) for m in messages]
         assert after == before, (
             "complete() changed the list of messages it was given:\n"
@@ -124,37 +122,54 @@ class ModelClientContract(ContractBase):
         """Cancelling a running ``complete`` raises ``CancelledError`` out of it.
 
         A client that catches the cancellation (a broad ``except`` around a retry loop is the
-        usual culprit) keeps retrying a request nobody waits for, and the run cannot stop.
-        ``not_applicable`` when the client returns within one event-loop tick: it had no await
+        usual culprit) keeps retrying a request nobody waits for, and the run cannot stop. The
+        call is cancelled at several depths (a few ticks, then fractions of an uncancelled
+        call), since the catch usually sits around the request, after a quick connect.
+        ``not_applicable`` when every probe found the call already finished: it had no await
         point at which to swallow anything.
         """
         samples = require_samples(model_samples, ModelSamples, "model_samples")
         require_seam(model_client, "model_client", "complete", "async complete(messages)")
         await assert_cancellation_propagates(
-            model_client.complete(list(samples.messages)),
+            {
+                "complete(model_samples.messages)": lambda: model_client.complete(
+                    list(samples.messages)
+                )
+            },
             promise="a cancelled complete() lets CancelledError through",
             what="complete(model_samples.messages)",
         )
 
-    @unverifiable_promise
-    async def test_failure_is_an_exception(self, model_client: ModelClient) -> None:
+    async def test_failure_is_an_exception(
+        self, model_client: ModelClient, model_samples: ModelSamples
+    ) -> None:
         """An unrecoverable failure is raised as an exception; retries are the client's business.
 
         The library turns an exception into a step with ``model_error`` and stops ``llm_error``.
         A client that instead returns an error message as reply text makes the parser read it
-        as the model's answer, and the run goes on with a fabricated turn.
+        as the model's answer, and the run goes on with a fabricated turn. Checked when
+        ``model_samples`` has a ``failing_client_factory``: the suite serves a loopback endpoint
+        that answers 500, answers 429 every time, resets the connection, sends malformed JSON,
+        or never answers, and ``complete()`` must raise within ``failure_bound_s`` each time.
         """
-        unverifiable(
-            promise=(
-                "an unrecoverable model failure is raised as an exception, not returned as text"
-            ),
-            why=(
-                "the suite cannot make an arbitrary client's endpoint fail, and an error message "
-                "returned as text looks exactly like a reply"
-            ),
-            verify_yourself=(
-                "in your own tests, point your client at an endpoint "
-                "that fails (HTTP 500 after retries, refused connection) and assert complete() "
-                "raises; the llm_error stop is guarded by polyloop's own loop tests"
-            ),
+        samples = require_samples(model_samples, ModelSamples, "model_samples")
+        if samples.failing_client_factory is None or samples.failure_bound_s is None:
+            unverifiable(
+                promise=(
+                    "an unrecoverable model failure is raised as an exception, not returned as text"
+                ),
+                why=(
+                    "the suite cannot make an arbitrary client's endpoint fail, and an error "
+                    "message returned as text looks exactly like a reply"
+                ),
+                verify_yourself=(
+                    "give ModelSamples(failing_client_factory=<callable: base URL -> your "
+                    "client>, failure_bound_s=<seconds your client needs to give up>) and the "
+                    "kit checks this against a misbehaving loopback endpoint; the llm_error stop "
+                    "is guarded by polyloop's own loop tests"
+                ),
+            )
+        problems = await failure_problems(
+            samples.failing_client_factory, samples.failure_bound_s, list(samples.messages)
         )
+        assert not problems, "\n".join(problems)

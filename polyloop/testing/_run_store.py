@@ -11,25 +11,32 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import tempfile
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
-from polyloop.ports import RunStore
+from polyloop.ports import BatchRunStore, RunStore
 from polyloop.testing import strategies as pst
 from polyloop.testing._base import (
     ContractBase,
     bounded_settings,
     missing_fixture,
+    require_samples,
     require_seam,
-    unverifiable_promise,
 )
+from polyloop.testing._crash_writer import FactoryError, load_factory
+from polyloop.testing._durability import CrashFindings, crash_findings, reopen_problems
+from polyloop.testing._samples import StoreSamples
 from polyloop.testing._shapes import mismatch, run_log_problems, short
-from polyloop.testing._skips import unverifiable
+from polyloop.testing._skips import not_applicable, unverifiable
+from polyloop.testing._stateful import StoreComparison, lifecycle_programs
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -47,6 +54,7 @@ __all__ = ["RunStoreContract"]
 _LOGS = pst.run_logs()
 _CONCURRENT_RUNS = 8
 _RECORDS_PER_CONCURRENT_RUN = 6
+_PROGRAMS = lifecycle_programs()
 
 
 def _fresh_run_id() -> str:
@@ -93,6 +101,78 @@ async def _append_all(store: RunStore, run_id: str, records: Sequence[Record]) -
         await store.append(run_id, record, sequence=sequence)
 
 
+_SAMPLE_LINE = (
+    "override the `store_samples` fixture to return "
+    "polyloop.testing.StoreSamples(factory='package.module:callable'), a callable that takes a "
+    "fresh directory and returns your store over data kept there, and the kit checks this"
+)
+_ATOMIC = (
+    "a crash during append() leaves the record wholly present or wholly absent",
+    "write to one transaction or one atomic rename per record",
+)
+_DURABLE = (
+    "once append() returns, the record survives a crash: the log after a crash is a prefix of "
+    "what was appended",
+    "commit (fsync, or a synchronous database commit) before append() returns",
+)
+
+
+def _factory_or_skip(samples: object, promise: tuple[str, str]) -> str:
+    """The factory to probe, or the skip that says which sample turns the promise on."""
+    if samples is None:
+        unverifiable(
+            promise=promise[0],
+            why="the suite has no way to reopen your store's data or to kill a process writing it",
+            verify_yourself=f"{_SAMPLE_LINE}; or {promise[1]}, and test it by killing a writer",
+        )
+    checked = require_samples(samples, StoreSamples, "store_samples")
+    if checked.factory is None:
+        not_applicable(
+            promise=promise[0],
+            why="StoreSamples(in_memory=True) declares that the store keeps nothing across a crash",
+            verify_yourself="use a persistent store for runs that must survive a crash",
+        )
+    return checked.factory
+
+
+def _load(factory: str) -> Callable[[Path], Any]:
+    try:
+        return load_factory(factory)
+    except FactoryError as error:
+        pytest.fail(f"store_samples: {error}", pytrace=False)
+
+
+async def _probe(factory: str) -> CrashFindings:
+    _load(factory)
+    try:
+        return await crash_findings(factory)
+    except RuntimeError as error:
+        pytest.fail(f"the crash probe could not run: {error}", pytrace=False)
+
+
+def _summary(problems: list[str], findings: CrashFindings) -> str:
+    shown = "\n".join(problems[:5])
+    more = f"\n… and {len(problems) - 5} more" if len(problems) > 5 else ""
+    return f"{shown}{more}\n({findings.acknowledged} acknowledged appends over the rounds)"
+
+
+def _require_batches(store: RunStore) -> BatchRunStore:
+    _check_store(store)
+    if not isinstance(store, BatchRunStore):
+        not_applicable(
+            promise="append_many(run_id, records, *, sequence) is atomic, fenced and ordered",
+            why=(
+                "this store has no append_many; the loop then appends the records of a batch "
+                "one by one (one durable commit each)"
+            ),
+            verify_yourself=(
+                "add async append_many(run_id, records, *, sequence) that writes all records "
+                "in one transaction, applying the append rules to each in order"
+            ),
+        )
+    return store
+
+
 def _assert_log_is(log: RunLog, expected: Sequence[Record], what: str) -> None:
     found = mismatch(tuple(expected), log.records, "records")
     assert found is None, f"{what}: {found}"
@@ -101,12 +181,21 @@ def _assert_log_is(log: RunLog, expected: Sequence[Record], what: str) -> None:
 class RunStoreContract(ContractBase):
     """Inherit this and override ``run_store`` (return a fresh, open store).
 
-    No samples: records are the library's own. The store may be shared with other runs (a real
-    database); every promise works on fresh ``uuid4`` run ids.
+    Records are the library's own, so no samples are needed — except to check the two crash
+    promises: override ``store_samples`` to return :class:`~polyloop.testing.StoreSamples`
+    naming a factory that reopens your store's data (from another process too). The store may
+    be shared with other runs (a real database); every promise works on fresh ``uuid4`` run ids.
     """
 
     seam = "run_store"
     samples_fixture = None
+    optional_samples_fixture = "store_samples"
+
+    @pytest.fixture
+    def store_samples(self) -> StoreSamples | None:
+        """Optional: ``StoreSamples(factory="package.module:callable")`` turns the two crash
+        promises on. Override this fixture; the default ``None`` leaves them unverifiable."""
+        return None
 
     @pytest.fixture
     def run_store(self) -> RunStore:
@@ -220,25 +309,56 @@ class RunStoreContract(ContractBase):
                 f"run {run_id} after concurrent appends",
             )
 
+    @bounded_settings(max_examples=8)
+    @given(program=_PROGRAMS)
+    async def test_behaves_like_the_reference_store(
+        self, run_store: RunStore, program: list[tuple[int, str, str]]
+    ) -> None:
+        """Under any interleaving of starts, appends (right and wrong ``sequence``), finishes,
+        reads and ``run_ids()`` over several runs, every answer matches ``MemoryStore``'s.
+
+        The other store promises check one rule at a time on one or two runs; a harness drives
+        many runs through one store at once. A store whose fence is shared between runs, that
+        forgets a finish after another run's append, or stops listing a run once it finished
+        passes each of them and still hands a resume the wrong log or lets a second process
+        through. Each example takes three runs through start, work, finish, late writes and a
+        second start, interleaved and at drawn wrong sequences, and compares every answer —
+        accepted, or the exception type (``RunAlreadyExists`` before ``RunAlreadyFinished``
+        before ``RunConflict``) — each log and the run list with the reference store.
+        """
+        _check_store(run_store)
+        comparison = StoreComparison(run_store)
+        for run, kind, choice in program:
+            await comparison.append(run, kind, choice)
+            await comparison.check_log(run)
+        await comparison.check_all()
+
     async def test_start_is_exclusive(self, run_store: RunStore) -> None:
         """A ``RunStarted`` for a run that has a log raises ``RunAlreadyExists`` and writes nothing.
 
         Two processes given the same run id must not both believe they started it; the second
         start would overwrite or interleave with the first's log. ``RunAlreadyExists`` takes
-        precedence over ``RunConflict`` (a second start at the wrong sequence is still "exists").
+        precedence over ``RunConflict`` (a second start at the wrong sequence is still "exists")
+        and over ``RunAlreadyFinished`` (a start for a finished run is still "exists": ``run()``
+        tells the user to pick another id, not that a run they never started is over).
         """
         _check_store(run_store)
-        run_id = _fresh_run_id()
-        original = _started(run_id, "original")
-        await run_store.append(run_id, original, sequence=0)
-        for sequence in (1, 0):
-            with pytest.raises(RunAlreadyExists):
-                await run_store.append(
-                    run_id, dataclasses.replace(original, goal="intruder"), sequence=sequence
-                )
-        _assert_log_is(
-            await _read(run_store, run_id), [original], "a refused start changed the log"
-        )
+        for finished in (False, True):
+            run_id = _fresh_run_id()
+            records: list[Record] = [_started(run_id, "original"), *[_finished()] * finished]
+            await _append_all(run_store, run_id, records)
+            before = await _read(run_store, run_id)
+            for sequence in (len(records), 0):
+                with pytest.raises(RunAlreadyExists):
+                    await run_store.append(run_id, _started(run_id, "intruder"), sequence=sequence)
+            what = "finished" if finished else "started"
+            # Compared with the log as read before, not as appended: "writes nothing" is the
+            # promise here, how faithfully a finish reads back is round_trips_every_record_kind's.
+            _assert_log_is(
+                await _read(run_store, run_id),
+                before.records,
+                f"a refused start changed a {what} log",
+            )
 
     async def test_finished_run_rejects_records(self, run_store: RunStore) -> None:
         """After ``RunFinished`` any append raises ``RunAlreadyFinished`` and writes nothing.
@@ -267,10 +387,16 @@ class RunStoreContract(ContractBase):
 
         This is the fence between two processes driving one run (a scheduler retried a job whose
         first attempt is still alive): the loser's append fails *before* it executes a
-        never-replay action, instead of both executing it.
+        never-replay action, instead of both executing it. The first append is fenced too: a
+        start at any sequence but 0 on an empty log is a ``RunConflict`` — a store that fences
+        only runs it already holds lets a writer that believes the run is further along create it.
         """
         _check_store(run_store)
         run_id = _fresh_run_id()
+        for sequence in (1, 3):
+            with pytest.raises(RunConflict):
+                await run_store.append(run_id, _started(run_id), sequence=sequence)
+        # Had a refused start written anything, this start at 0 would be refused as "exists".
         records: list[Record] = [_started(run_id)]
         await _append_all(run_store, run_id, records)
         stale = ActionIntent(step_index=0, action=Action(text="an action that must not run twice"))
@@ -308,40 +434,111 @@ class RunStoreContract(ContractBase):
             f"run_ids() lists the new run {after.count(run_id)} times after its start was appended"
         )
 
-    @unverifiable_promise
-    async def test_atomic_append(self, run_store: RunStore) -> None:
+    async def test_batch_is_atomic(self, run_store: RunStore) -> None:
+        """``append_many`` writes all of its records or none: a batch whose k-th record breaks
+        an append rule raises that rule's error and leaves the log as it was.
+
+        The loop commits a step's reply together with its action intent. A store that writes
+        the records before the bad one leaves a log the loop never wrote — a reply without the
+        intent it was committed with, or records after a refused finish. Checked when the store
+        has ``append_many`` (the optional batch method of the seam).
+        """
+        batches = _require_batches(run_store)
+        run_id = _fresh_run_id()
+        records: list[Record] = [_started(run_id)]
+        await _append_all(run_store, run_id, records)
+        bad: list[tuple[list[Record], type[Exception]]] = [
+            ([ModelCallIntent(step_index=0, prompt_chars=1), _started(run_id)], RunAlreadyExists),
+            (
+                [_finished(), ModelCallIntent(step_index=0, prompt_chars=2)],
+                RunAlreadyFinished,
+            ),
+        ]
+        for batch, error in bad:
+            with pytest.raises(error):
+                await batches.append_many(run_id, batch, sequence=1)
+            _assert_log_is(
+                await _read(run_store, run_id), records, f"a refused batch ending {error.__name__}"
+            )
+
+    async def test_batch_is_fenced(self, run_store: RunStore) -> None:
+        """``append_many`` at a ``sequence`` other than the log's length raises ``RunConflict``
+        and writes none of the batch; at the right ``sequence`` every record takes the next
+        index, in order.
+
+        This is the fence of ``append`` applied to the batch as a whole: the losing process of a
+        race must not get half of its batch in — its action intent would then sit in the
+        winner's log as if the winner had meant it.
+        """
+        batches = _require_batches(run_store)
+        run_id = _fresh_run_id()
+        records: list[Record] = [_started(run_id)]
+        await _append_all(run_store, run_id, records)
+        batch: list[Record] = [
+            ModelCallIntent(step_index=0, prompt_chars=5),
+            ActionIntent(step_index=0, action=Action(text="an action that must not run twice")),
+        ]
+        for sequence in (0, 2, 9):
+            with pytest.raises(RunConflict):
+                await batches.append_many(run_id, batch, sequence=sequence)
+            _assert_log_is(await _read(run_store, run_id), records, "a stale batch changed the log")
+        await batches.append_many(run_id, batch, sequence=1)
+        with pytest.raises(RunConflict):  # the same batch again: the log has moved on
+            await batches.append_many(run_id, batch, sequence=1)
+        _assert_log_is(
+            await _read(run_store, run_id), [*records, *batch], "the batch at the right sequence"
+        )
+
+    async def test_batches_and_single_appends_interleave_in_order(
+        self, run_store: RunStore
+    ) -> None:
+        """Single appends and batches take consecutive sequences in the order they were made,
+        and a batch may end the run (a final step with its ``RunFinished``).
+
+        The loop mixes both on one log and resumes from what it reads back; a store that keeps
+        a batch apart from single records (or reorders inside a batch) rebuilds another run.
+        """
+        batches = _require_batches(run_store)
+        run_id = _fresh_run_id()
+        first: list[Record] = [_started(run_id), ModelCallIntent(step_index=0, prompt_chars=3)]
+        await batches.append_many(run_id, first, sequence=0)
+        single = ModelCallIntent(step_index=1, prompt_chars=7)
+        await run_store.append(run_id, single, sequence=2)
+        last: list[Record] = [
+            ModelCallIntent(step_index=2, prompt_chars=2),
+            ModelCallIntent(step_index=0, prompt_chars=9),
+            _finished(),
+        ]
+        await batches.append_many(run_id, last, sequence=3)
+        _assert_log_is(
+            await _read(run_store, run_id), [*first, single, *last], "batches and appends mixed"
+        )
+
+    async def test_atomic_append(self, run_store: RunStore, store_samples: object) -> None:
         """A crash during ``append`` leaves the record wholly present or wholly absent.
 
         A half-written record is unreadable; the resume then cannot tell whether the action
-        whose intent it was has run.
+        whose intent it was has run. Checked when ``store_samples`` names a factory: a writer
+        process appending to several runs is killed at varied points, then every run must read
+        back as a prefix of what was sent (no partial or torn record, no decode error) and take
+        its next append at the right sequence.
         """
-        unverifiable(
-            promise="a crash during append() leaves the record wholly present or wholly absent",
-            why=(
-                "checking it needs the process killed in the middle of a write, and the suite "
-                "runs inside one process"
-            ),
-            verify_yourself=(
-                "write to one transaction or one atomic rename per record, and test it with a "
-                "fault-injection point (kill a child process mid-append, then read the log)"
-            ),
-        )
+        factory = _factory_or_skip(store_samples, _ATOMIC)
+        findings = await _probe(factory)
+        assert not findings.atomicity, _summary(findings.atomicity, findings)
 
-    @unverifiable_promise
-    async def test_prefix_durability(self, run_store: RunStore) -> None:
+    async def test_prefix_durability(self, run_store: RunStore, store_samples: object) -> None:
         """After a crash the log is a prefix of what was appended: a returned append is durable.
 
         The loop executes an action only after its intent's append returned; if that record
-        can vanish in a crash, the resume repeats an action it was told had an intent.
+        can vanish in a crash, the resume repeats an action it was told had an intent. Checked
+        when ``store_samples`` names a factory: a second store opened on the same data must
+        read back every acknowledged record (a forgotten commit shows here), and after a writer
+        process is killed every append it was told had returned must be there.
         """
-        unverifiable(
-            promise=(
-                "once append() returns, the record survives a crash: the log after a crash is a "
-                "prefix of what was appended"
-            ),
-            why="durability shows only after a power loss or a killed process, not inside one run",
-            verify_yourself=(
-                "commit (fsync, or a synchronous database commit) before append() returns; "
-                "review that, and test it by killing a writer process and reading the log back"
-            ),
-        )
+        factory = _factory_or_skip(store_samples, _DURABLE)
+        with tempfile.TemporaryDirectory(prefix="polyloop-reopen-") as directory:
+            problems = await reopen_problems(_load(factory), Path(directory))
+        assert not problems, "\n".join(problems)
+        findings = await _probe(factory)
+        assert not findings.durability, _summary(findings.durability, findings)

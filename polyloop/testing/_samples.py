@@ -8,12 +8,19 @@ few samples, and the suite checks the promises on those.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import re
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from polyloop.types import Action, Message, ModelReply
 
-__all__ = ["ActionSamples", "ModelSamples", "ParserSamples"]
+__all__ = ["ActionSamples", "ModelSamples", "ParserSamples", "StoreSamples"]
+
+_FACTORY = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+#: The longest failure bound a suite waits for: the suite must stay bounded.
+MAX_FAILURE_BOUND_S = 60.0
 
 
 def _require(
@@ -28,7 +35,7 @@ def _require(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ActionSamples:
-    """Two actions in your executor's language; the suite executes each of them, possibly several
+    """Actions in your executor's language; the suite executes each of them, possibly several
     times, and cancels one midway.
 
     * ``executes_cleanly`` — runs to the end and the action itself does not fail.
@@ -36,16 +43,42 @@ class ActionSamples:
       non-zero, the query has a syntax error). Your executor must report it ``executed`` with a
       non-empty observation: an action's own error is something the model can correct.
 
-    Neither may touch a real external side effect (delete files, send requests, spend money):
+    Optional, each turns one more promise from ``unverifiable`` into checked:
+
+    * ``refused`` — an action your executor must refuse without running it (an unknown tool,
+      arguments that fail the schema): ``status_trigger_conditions`` demands ``not_executed``.
+      ``never_refuses=True`` instead declares that your executor has no refusal path (any text
+      is code to run); the promise is then ``not_applicable``.
+    * ``break_environment`` — ``async def hook(executor) -> None`` that breaks the executor's
+      environment (kill its session, close its connection); ``failure_is_a_return_value``
+      then demands that ``execute(executes_cleanly)`` *returns* ``env_error`` instead of raising.
+
+    None may touch a real external side effect (delete files, send requests, spend money):
     the suite really runs them and interrupts one, leaving it half done.
     """
 
     executes_cleanly: Action
     executes_but_errors: Action
+    refused: Action | None = None
+    never_refuses: bool = False
+    break_environment: Callable[[Any], Awaitable[None]] | None = None
 
     def __post_init__(self) -> None:
         _require("ActionSamples", "executes_cleanly", self.executes_cleanly, Action)
         _require("ActionSamples", "executes_but_errors", self.executes_but_errors, Action)
+        _require("ActionSamples", "refused", self.refused, Action, optional=True)
+        if not isinstance(self.never_refuses, bool):
+            raise TypeError("ActionSamples.never_refuses must be a bool")
+        if self.never_refuses and self.refused is not None:
+            raise ValueError(
+                "ActionSamples: give either refused (an action your executor refuses) or "
+                "never_refuses=True (it has no refusal path), not both"
+            )
+        if self.break_environment is not None and not callable(self.break_environment):
+            raise TypeError(
+                "ActionSamples.break_environment must be an async function taking the executor, "
+                f"got {type(self.break_environment).__name__}"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,9 +109,16 @@ class ModelSamples:
     The suite calls ``complete`` with a fresh mutable ``list`` copy of it several times (also
     cancelling one call), so it should be cheap — point the client at a fake or local endpoint.
     Stored as a tuple.
+
+    Optional, to have ``failure_is_an_exception`` checked: ``failing_client_factory`` builds
+    your client against a base URL (``"http://127.0.0.1:PORT/v1"``, OpenAI-compatible paths
+    below it) that the suite serves and makes misbehave, and ``failure_bound_s`` is the time
+    within which your client gives up, retries and timeouts included (at most 60 s).
     """
 
     messages: Sequence[Message]
+    failing_client_factory: Callable[[str], Any] | None = None
+    failure_bound_s: float | None = None
 
     def __post_init__(self) -> None:
         messages: object = self.messages
@@ -92,3 +132,59 @@ class ModelSamples:
         for index, message in enumerate(self.messages):
             _require("ModelSamples", f"messages[{index}]", message, Message)
         object.__setattr__(self, "messages", tuple(self.messages))
+        _check_failure_bound(self.failing_client_factory, self.failure_bound_s)
+
+
+def _check_failure_bound(factory: object, bound: object) -> None:
+    if factory is None and bound is None:
+        return
+    if factory is None or not callable(factory):
+        raise TypeError(
+            "ModelSamples.failing_client_factory must be a callable taking a base URL and "
+            f"returning your client, got {type(factory).__name__}"
+        )
+    if (
+        isinstance(bound, bool)
+        or not isinstance(bound, int | float)
+        or not math.isfinite(bound)
+        or not 0 < bound <= MAX_FAILURE_BOUND_S
+    ):
+        raise ValueError(
+            "ModelSamples.failure_bound_s must be a number of seconds in (0, "
+            f"{MAX_FAILURE_BOUND_S:g}] (the time your client needs to give up), got {bound!r}"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreSamples:
+    """How the suite reaches your store's data from another process, for the crash promises.
+
+    * ``factory`` — ``"package.module:callable"``, importable in a child process (it inherits
+      the test process's ``sys.path``); called with a fresh directory (``pathlib.Path``) it
+      returns a store over data kept at that location — every call with the same directory
+      sees the same data. ``run_store.prefix_durability`` and ``run_store.atomic_append`` then
+      reopen the store and kill a writer process mid-append.
+    * ``in_memory=True`` instead declares that your store keeps nothing across processes (a
+      test double): both promises are then ``not_applicable``.
+    """
+
+    factory: str | None = None
+    in_memory: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.in_memory, bool):
+            raise TypeError("StoreSamples.in_memory must be a bool")
+        if self.factory is None:
+            if not self.in_memory:
+                raise ValueError(
+                    "StoreSamples needs factory='package.module:callable' (or in_memory=True "
+                    "for a store that keeps nothing across processes)"
+                )
+            return
+        if self.in_memory:
+            raise ValueError("StoreSamples: give factory or in_memory=True, not both")
+        if not isinstance(self.factory, str) or not _FACTORY.match(self.factory):
+            raise ValueError(
+                "StoreSamples.factory must name an importable callable as "
+                f"'package.module:callable', got {self.factory!r}"
+            )

@@ -14,7 +14,13 @@ from typing import Literal, NoReturn
 
 import pytest
 
-__all__ = ["ContractSkip", "not_applicable", "parse_skip_reason", "unverifiable"]
+__all__ = [
+    "ContractSkip",
+    "kept_by_polyloop",
+    "not_applicable",
+    "parse_skip_reason",
+    "unverifiable",
+]
 
 SkipOutcome = Literal["unverifiable", "not_applicable"]
 
@@ -24,6 +30,8 @@ _WHY = {
     "not_applicable": " — not applicable to this implementation: ",
 }
 _SKIPPED_PREFIX = "Skipped: "
+# The verify-yourself text of a promise polyloop keeps itself; parse_skip_reason reads it back.
+_KEPT_BY = "nothing to do in your implementation: polyloop keeps this promise, guarded by "
 _SUMMARY_PREFIX = re.compile(r"^SKIPPED \[\d+\] \S+?:\d+: ")
 
 
@@ -36,9 +44,21 @@ class ContractSkip(pytest.skip.Exception):  # type: ignore[misc, name-defined]
     pytest shows as the skip reason is
     ``"<promise> — cannot be checked here: <why> — verify it yourself: <verify_yourself>"``
     (``not applicable to this implementation:`` for ``not_applicable``).
+
+    ``kept_by`` is empty unless the library keeps the promise itself (see
+    :func:`kept_by_polyloop`): then it holds the node ids of polyloop's own tests that guard it,
+    and ``verify_yourself`` says there is nothing to do.
     """
 
-    def __init__(self, *, outcome: SkipOutcome, promise: str, why: str, verify_yourself: str):
+    def __init__(
+        self,
+        *,
+        outcome: SkipOutcome,
+        promise: str,
+        why: str,
+        verify_yourself: str,
+        kept_by: tuple[str, ...] = (),
+    ):
         if outcome not in _WHY:
             raise ValueError(
                 f"ContractSkip outcome must be 'unverifiable' or 'not_applicable', got {outcome!r}"
@@ -60,18 +80,23 @@ class ContractSkip(pytest.skip.Exception):  # type: ignore[misc, name-defined]
         self.promise = promise
         self.why = why
         self.verify_yourself = verify_yourself
+        self.kept_by = _checked_test_ids(kept_by)
         message = f"{promise}{_WHY[outcome]}{why}{_VERIFY}{verify_yourself}"
         # Report the skip at the test item (the user's class), not at this helper's raise line.
         super().__init__(msg=message, pytrace=False, _use_item_location=True)
 
     def as_dict(self) -> dict[str, str]:
-        """The structured parts: ``outcome``, ``promise``, ``why``, ``verify_yourself``."""
-        return {
+        """The structured parts: ``outcome``, ``promise``, ``why``, ``verify_yourself``, and
+        ``kept_by`` (the guarding test ids joined by ``", "``) when the library keeps it."""
+        parts = {
             "outcome": self.outcome,
             "promise": self.promise,
             "why": self.why,
             "verify_yourself": self.verify_yourself,
         }
+        if self.kept_by:
+            parts["kept_by"] = ", ".join(self.kept_by)
+        return parts
 
     def __reduce__(self) -> tuple[object, ...]:
         # Keyword-only constructor: teach pickle (xdist, multiprocessing) how to rebuild it.
@@ -86,7 +111,19 @@ ContractSkip.__qualname__ = "Skipped"
 
 
 def _rebuild(parts: dict[str, str]) -> ContractSkip:
-    return ContractSkip(**parts)  # type: ignore[arg-type]
+    fields = dict(parts)
+    kept_by = tuple(filter(None, fields.pop("kept_by", "").split(", ")))
+    return ContractSkip(**fields, kept_by=kept_by)  # type: ignore[arg-type]
+
+
+def _checked_test_ids(kept_by: object) -> tuple[str, ...]:
+    if not isinstance(kept_by, tuple) or not all(
+        isinstance(node_id, str) and "::" in node_id and ", " not in node_id for node_id in kept_by
+    ):
+        raise ValueError(
+            f"ContractSkip kept_by must be a tuple of pytest node ids (path::test), got {kept_by!r}"
+        )
+    return kept_by
 
 
 def unverifiable(*, promise: str, why: str, verify_yourself: str) -> NoReturn:
@@ -111,11 +148,27 @@ def not_applicable(*, promise: str, why: str, verify_yourself: str) -> NoReturn:
     )
 
 
+def kept_by_polyloop(*, promise: str, why: str, guarded_by: tuple[str, ...]) -> NoReturn:
+    """Skip: the library keeps this promise itself, so the implementer has nothing to check.
+
+    An ``unverifiable`` skip whose ``kept_by`` names the polyloop tests (``guarded_by``, node ids)
+    that guard the promise; a report shows it as kept by polyloop, not as "verify it yourself".
+    """
+    raise ContractSkip(
+        outcome="unverifiable",
+        promise=promise,
+        why=why,
+        verify_yourself=_KEPT_BY + ", ".join(guarded_by),
+        kept_by=guarded_by,
+    )
+
+
 def parse_skip_reason(text: object) -> dict[str, str] | None:
     """Recover ``{outcome, promise, why, verify_yourself}`` from a :class:`ContractSkip` reason.
 
     Accepts the bare message, the ``"Skipped: …"`` form pytest stores in a report's
     ``longrepr``, or a whole ``-rs`` summary line. Returns ``None`` for any other skip reason.
+    A promise polyloop keeps itself also gets ``kept_by`` (the guarding test ids, ``", "``-joined).
     """
     if not isinstance(text, str):
         return None
@@ -133,10 +186,9 @@ def parse_skip_reason(text: object) -> dict[str, str] | None:
         why, found_verify, verify_yourself = rest.rpartition(_VERIFY)
         if not found_verify or not before or not why or not verify_yourself:
             return None
-        return {
-            "outcome": outcome,
-            "promise": before,
-            "why": why,
-            "verify_yourself": verify_yourself,
-        }
+        parts = {"outcome": outcome, "promise": before, "why": why}
+        parts["verify_yourself"] = verify_yourself
+        if verify_yourself.startswith(_KEPT_BY):
+            parts["kept_by"] = verify_yourself.removeprefix(_KEPT_BY)
+        return parts
     return None

@@ -18,16 +18,19 @@ fractions, so every value here has one faithful representation in JSON, SQLite a
 
 from __future__ import annotations
 
+import dataclasses
 import string
 from typing import Any
 
 from hypothesis import strategies as st
 
+from polyloop.tools import Tool, ToolRegistry
 from polyloop.types import (
     Action,
     ActionIntent,
     ActionOutcome,
     ActionStatus,
+    AgentDefinition,
     Budget,
     Event,
     FinalAnswer,
@@ -39,10 +42,13 @@ from polyloop.types import (
     ParsedReply,
     Record,
     RunFinished,
+    RunLog,
+    RunResult,
     RunStarted,
     StepCompleted,
     StepRecord,
     StopReason,
+    SyntheticObservations,
     canonical_json,
     parameters_hash,
 )
@@ -51,7 +57,9 @@ __all__ = [
     "NASTY_TEXTS",
     "action_intent_records",
     "action_outcomes",
+    "action_statuses",
     "actions",
+    "agent_definitions",
     "budgets",
     "counts",
     "events",
@@ -63,17 +71,23 @@ __all__ = [
     "model_call_intent_records",
     "model_replied_records",
     "model_replies",
+    "non_empty_texts",
     "optional_texts",
     "parsed_replies",
     "records",
     "run_finished_records",
     "run_ids",
+    "run_log_objects",
     "run_logs",
+    "run_results",
     "run_started_records",
     "step_completed_records",
     "step_records",
+    "stop_reasons",
+    "synthetic_observations",
     "texts",
     "timestamps",
+    "tools",
     "usage_numbers",
 ]
 
@@ -371,3 +385,77 @@ def run_logs(
         st.lists(_middle_records(), max_size=max_middle),
         st.one_of(st.just(()), run_finished_records().map(lambda r: (r,))),
     )
+
+
+def stop_reasons() -> st.SearchStrategy[StopReason]:
+    """Any of the ten stop reasons."""
+    return st.sampled_from(StopReason)
+
+
+def action_statuses() -> st.SearchStrategy[ActionStatus]:
+    """Any of the three action statuses."""
+    return st.sampled_from(ActionStatus)
+
+
+def synthetic_observations() -> st.SearchStrategy[SyntheticObservations]:
+    """The library's stand-in observations: any text, ``""`` and control characters included."""
+    return st.builds(SyntheticObservations, not_executed=texts(), env_error=texts())
+
+
+def tools() -> st.SearchStrategy[Tool]:
+    """A tool as an agent describes it: any name (never ``""``), description and JSON schema."""
+    return st.builds(
+        Tool,
+        name=non_empty_texts(max_size=20),
+        description=texts(),
+        parameters=json_objects(),
+        completion_marker=st.booleans(),
+        replayable=st.sampled_from((None, True, False)),
+    )
+
+
+def agent_definitions() -> st.SearchStrategy[AgentDefinition]:
+    """Valid agents: any prompt, budget and synthetic texts, no tools or uniquely named ones.
+
+    ``parameters()`` of each is canonical-JSON serialisable (the snapshot a run hashes).
+    """
+    registries = st.lists(tools(), max_size=3, unique_by=lambda tool: tool.name).map(ToolRegistry)
+    return st.builds(
+        AgentDefinition,
+        system_prompt=texts(),
+        budget=budgets(),
+        synthetic_observations=synthetic_observations(),
+        tools=st.one_of(st.none(), registries),
+        replay_interrupted_actions=st.booleans(),
+    )
+
+
+def _numbered(steps: list[StepRecord]) -> tuple[StepRecord, ...]:
+    return tuple(dataclasses.replace(step, step_index=n) for n, step in enumerate(steps))
+
+
+def run_results() -> st.SearchStrategy[RunResult]:
+    """Results as ``run()`` returns them: steps numbered from 0, ``final_answer`` set only for
+    ``agent_finished`` (then any text, ``""`` included), never ``cancelled``, large counts."""
+    returned = st.sampled_from([r for r in StopReason if r is not StopReason.CANCELLED])
+    return st.builds(
+        lambda run_id, reason, steps, answer, executed, failures: RunResult(
+            run_id=run_id,
+            stop_reason=reason,
+            steps=_numbered(steps),
+            final_answer=answer if reason is StopReason.AGENT_FINISHED else None,
+            executed_actions=executed,
+            event_delivery_failures=failures,
+        ),
+        run_ids(),
+        returned,
+        st.lists(step_records(), max_size=3),
+        texts(),
+        counts(),
+        counts(),
+    )
+
+
+def run_log_objects(run_id: str | None = None) -> st.SearchStrategy[RunLog]:
+    """``RunLog`` values as ``read_log`` returns them: empty, or a log from :func:`run_logs`."""
+    return st.one_of(st.just(RunLog.empty()), run_logs(run_id).map(RunLog))

@@ -4,21 +4,33 @@
 Each executor is opened once per module by a pytest-asyncio fixture and closed by that
 fixture's teardown: in another task than the one that opened it, and in another event loop than
 the promises use — the task-ownership trap an adapter over the SDK falls into.
+
+The opt-ins: ``refused`` is a call the executor must not send (an unknown tool over stdio,
+arguments that break the published schema over HTTP); ``break_environment`` kills the server
+process from outside (SIGKILL). That promise gets an executor and a server of its own, so the
+kill cannot reach the shared ones the other promises use.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
-from polyloop import Action
+from polyloop import Action, ActionStatus
 from polyloop.executors import MCPExecutor
 from polyloop.testing import ActionExecutorContract, ActionSamples
-from tests.conftest import mcp_stdio_command, require_mcp
+from tests.conftest import mcp_http_server, mcp_stdio_command, require_mcp
 
 require_mcp()
+
+#: The promise whose hook kills the server: it must not kill a shared one.
+_KILLS_THE_SERVER = "test_failure_is_a_return_value"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -34,25 +46,68 @@ async def http_executor(mcp_http_url: str) -> AsyncIterator[MCPExecutor]:
         yield executor
 
 
-class _LookupSamples:
+def _dead(pid: int) -> bool:
+    """Whether ``pid`` is gone or a zombie (killed, not yet reaped by its parent)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+async def kill_the_server(executor: MCPExecutor) -> None:
+    """Ask the server its process id, then kill it from outside and wait until it is dead."""
+    outcome = await executor.execute(Action(text="pid", tool_name="pid", tool_args={}))
+    assert outcome.status is ActionStatus.EXECUTED, outcome
+    pid = int(outcome.observation)
+    assert pid != os.getpid()
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(1000):  # SIGKILL is delivered asynchronously
+        if _dead(pid):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the MCP server {pid} outlived SIGKILL by 10 s")
+
+
+def _samples(refused: Action) -> ActionSamples:
+    return ActionSamples(
+        executes_cleanly=Action(text="lookup pi", tool_name="lookup", tool_args={"key": "pi"}),
+        # the tool runs and reports an error (isError): executed, the model can correct it
+        executes_but_errors=Action(text="lookup tau", tool_name="lookup", tool_args={"key": "tau"}),
+        refused=refused,
+        break_environment=kill_the_server,
+    )
+
+
+class TestMCPExecutorOverStdioContract(ActionExecutorContract):
+    @pytest_asyncio.fixture
+    async def action_executor(  # type: ignore[override]  # pytest types a fixture as an object
+        self, request: pytest.FixtureRequest, stdio_executor: MCPExecutor
+    ) -> AsyncIterator[MCPExecutor]:
+        if request.node.originalname != _KILLS_THE_SERVER:
+            yield stdio_executor
+            return
+        command, *args = mcp_stdio_command()
+        async with MCPExecutor.stdio(command, args) as executor:
+            yield executor
+
     @pytest.fixture
     def action_samples(self) -> ActionSamples:
-        return ActionSamples(
-            executes_cleanly=Action(text="lookup pi", tool_name="lookup", tool_args={"key": "pi"}),
-            # the tool runs and reports an error (isError): executed, the model can correct it
-            executes_but_errors=Action(
-                text="lookup tau", tool_name="lookup", tool_args={"key": "tau"}
-            ),
-        )
+        return _samples(Action(text="delete pi", tool_name="delete", tool_args={"key": "pi"}))
 
 
-class TestMCPExecutorOverStdioContract(_LookupSamples, ActionExecutorContract):
+class TestMCPExecutorOverHttpContract(ActionExecutorContract):
+    @pytest_asyncio.fixture
+    async def action_executor(  # type: ignore[override]  # pytest types a fixture as an object
+        self, request: pytest.FixtureRequest, http_executor: MCPExecutor
+    ) -> AsyncIterator[MCPExecutor]:
+        if request.node.originalname != _KILLS_THE_SERVER:
+            yield http_executor
+            return
+        with mcp_http_server() as (url, _):
+            async with MCPExecutor.http(url) as executor:
+                yield executor
+
     @pytest.fixture
-    def action_executor(self, stdio_executor: MCPExecutor) -> MCPExecutor:
-        return stdio_executor
-
-
-class TestMCPExecutorOverHttpContract(_LookupSamples, ActionExecutorContract):
-    @pytest.fixture
-    def action_executor(self, http_executor: MCPExecutor) -> MCPExecutor:
-        return http_executor
+    def action_samples(self) -> ActionSamples:
+        # b lies in [-1000, 1000] in the published schema: the call must not be sent
+        return _samples(Action(text="add 1 5000", tool_name="add", tool_args={"a": 1, "b": 5000}))

@@ -21,5 +21,9 @@ class TestScriptedModelContract(ModelClientContract):
             messages=[
                 Message(role="system", content="You are a careful agent."),
                 Message(role="user", content="List the files."),
-            ]
+            ],
+            # A scripted model never reaches the endpoint; its failure is a script that has run
+            # out of replies, which must raise, not answer.
+            failing_client_factory=lambda base_url: ScriptedModel([]),
+            failure_bound_s=1.0,
         )

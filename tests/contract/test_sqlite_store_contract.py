@@ -1,14 +1,16 @@
-"""SQLiteStore keeps every RunStore promise of the contract kit."""
+"""SQLiteStore keeps every RunStore promise of the contract kit, the crash promises included."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 import pytest_asyncio
 
 from polyloop.stores import SQLiteStore
-from polyloop.testing import RunStoreContract
+from polyloop.testing import RunStoreContract, StoreSamples
+from tests.contract.store_factories import open_sqlite_store
 
 
 class TestSQLiteStoreContract(RunStoreContract):
@@ -16,5 +18,9 @@ class TestSQLiteStoreContract(RunStoreContract):
     async def run_store(  # type: ignore[override]  # pytest types a fixture as an object
         self, tmp_path: Path
     ) -> AsyncIterator[SQLiteStore]:
-        async with SQLiteStore(tmp_path / "runs.db") as store:
+        async with open_sqlite_store(tmp_path) as store:
             yield store
+
+    @pytest.fixture
+    def store_samples(self) -> StoreSamples:
+        return StoreSamples(factory="tests.contract.store_factories:open_sqlite_store")

@@ -51,3 +51,31 @@ def test_the_benchmark_prints_every_store_against_the_fsync_limit(
         flags=re.M,
     ), out
     assert list(tmp_path.iterdir()) == []  # its temporary files are gone
+
+
+def test_the_loop_benchmark_prints_ms_per_step_growth_and_the_floor(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "loop_steps.py"),
+            "--dir",
+            str(tmp_path),
+            "--steps",
+            "3",
+            "6",
+            "--rounds",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+
+    langgraph = r"(\d+\.\d\d\s+\d+\.\d\d|not installed\s+-)"
+    for steps in (3, 6):
+        assert re.search(rf"^\s+{steps}\s+\d+\.\d\d\s+{langgraph}\s+\d+\.\d\d$", out, re.M), out
+    assert re.search(r"^polyloop growth 6/3: \d+\.\d\d$", out, flags=re.M), out
+    assert re.search(r"^two-fsync floor ms/step: \d+\.\d{3}$", out, flags=re.M), out
+    assert re.search(r"^targets \(.*\): (met|NOT met)$", out, flags=re.M), out
+    assert list(tmp_path.iterdir()) == []  # its temporary files are gone

@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -50,7 +51,7 @@ from polyloop import (
 )
 from polyloop.models import ScriptedModel
 from polyloop.ports import ModelClient, RunStore
-from polyloop.stores import open_store
+from polyloop.stores import SQLiteStore, open_store
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,9 +91,26 @@ class Scenario:
     def actions(self) -> int:
         return sum(1 for reply in self.replies if reply.startswith("CALL "))
 
-    def crash_points(self) -> int:
-        """Before and after every append, one inside each model call, one inside each action."""
-        return 2 * len(self.kinds()) + len(self.replies) + self.actions()
+    def commits(self) -> list[list[str]]:
+        """The record kinds of each durable commit an uninterrupted run makes (SPEC §4): one
+        before each model call, one before each action, one before ``run()`` returns."""
+        commits: list[list[str]] = []
+        held = ["run_started"]
+        for reply in self.replies:
+            commits.append([*held, "model_call_intent"])
+            held = ["model_replied"]
+            if reply.startswith("CALL "):
+                commits.append([*held, "action_intent"])
+                held = []
+            held.append("step_completed")
+        return [*commits, [*held, "run_finished"]]
+
+    def crash_points(self, *, inside_commits: bool) -> int:
+        """Before and after every commit, one inside each model call, one inside each action;
+        ``inside_commits``: also one at each record's write and one at the commit statement."""
+        commits = self.commits()
+        inside = sum(len(c) + 1 for c in commits) if inside_commits else 0
+        return 2 * len(commits) + inside + len(self.replies) + self.actions()
 
 
 # Every tool may be re-executed on resume: a resumed run must end exactly as an uninterrupted
@@ -293,6 +311,35 @@ class PointedStore:
 
     async def run_ids(self) -> list[str]:
         return await self.inner.run_ids()
+
+
+class PointedBatchStore(PointedStore):
+    """A store wrapper with a point before and after every commit of a batch (``append_many``),
+    and — for SQLite — one inside it at every record's ``INSERT`` and at the ``COMMIT``."""
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        kinds = "+".join(record.kind for record in records)
+        self.points.passed(f"before_commit:{sequence}:{kinds}")
+        await self.inner.append_many(run_id, records, sequence=sequence)  # type: ignore[attr-defined]
+        self.points.passed(f"after_commit:{sequence}:{kinds}")
+
+    async def watch_inside_commits(self) -> bool:
+        """Put points inside SQLite's transaction (via the connection's statement trace)."""
+        if not isinstance(self.inner, SQLiteStore):
+            return False
+        store = self.inner
+
+        def traced(statement: str) -> None:
+            if statement.startswith("INSERT INTO polyloop_records"):
+                self.points.passed("inside_commit:insert")
+            elif statement == "COMMIT" and self.points.labels[-1:] == ["inside_commit:insert"]:
+                self.points.passed("inside_commit:commit")
+
+        def install(conn: sqlite3.Connection) -> None:
+            conn.set_trace_callback(traced)
+
+        await store._in_worker(store._with_connection, install)
+        return True
 
 
 class PointedModel:

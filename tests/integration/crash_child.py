@@ -2,7 +2,8 @@
 
 ``python -m tests.integration.crash_child run URL SCENARIO RUN_ID JOURNAL [--kill-at K]``
     runs the scenario from the start. Every write point it passes is counted (before and after
-    each append, inside each model call, inside each action after its side effect); with
+    each commit, inside it on SQLite — each record's INSERT and the COMMIT —, inside each model
+    call, inside each action after its side effect); with
     ``--kill-at K`` the process SIGKILLs itself at point K, else it prints one ``RESULT <json>``
     line with the run's result, its log and the labels of every point it passed.
 
@@ -28,8 +29,8 @@ from tests.integration._scenario import (
     SCENARIOS,
     CrashPoints,
     LineParser,
+    PointedBatchStore,
     PointedModel,
-    PointedStore,
     ToolRunner,
     log_data,
     make_agent,
@@ -51,7 +52,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     }
     report: dict[str, Any] = {}
     async with opened(args.url) as real_store:
-        store = PointedStore(real_store, points)
+        store = PointedBatchStore(real_store, points)
+        report["inside_commits"] = await store.watch_inside_commits()
         if args.mode == "run":
             result = await polyloop.run(
                 agent, "follow the script", run_id=args.run_id, store=store, **seams

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,10 @@ class PausingStore:
 
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         await self.inner.append(run_id, record, sequence=sequence)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        """The resumers commit in batches: the race is fenced on ``append_many``."""
+        await self.inner.append_many(run_id, records, sequence=sequence)  # type: ignore[attr-defined]
 
     async def read_log(self, run_id: str) -> RunLog:
         log = await self.inner.read_log(run_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -280,3 +281,27 @@ async def test_a_session_that_dies_leaving_a_grandchild_is_an_env_error_at_once(
     assert took < 10, f"execute() took {took:.1f} s: it waited for the pipes, not the child"
     assert await gone(int(pidfile.read_text()))
     assert after.observation == "42\n"
+
+
+async def test_a_session_killed_while_idle_is_an_env_error_that_says_its_state_is_lost():
+    async with PythonExecutor(timeout_s=30) as executor:
+        await executor.execute(Action(text="x = 1"))
+        pid = executor.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        assert await gone(pid)
+        for _ in range(100):  # until the event loop has reaped it: the session died idle
+            if executor.pid is None:
+                break
+            await asyncio.sleep(0.02)
+        assert executor.pid is None
+        outcome = await executor.execute(Action(text="print(x)"))
+        after = await executor.execute(Action(text="print(x)"))
+        fresh = await executor.execute(Action(text="x = 2\nx"))
+    assert outcome.status is ActionStatus.ENV_ERROR, outcome
+    assert "died" in outcome.observation
+    assert f"killed by signal {signal.SIGKILL}" in outcome.observation
+    assert "state is lost" in outcome.observation
+    assert after.status is ActionStatus.EXECUTED
+    assert "NameError" in after.observation  # the next action got a fresh session
+    assert fresh.observation == "2\n"

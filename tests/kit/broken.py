@@ -11,11 +11,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import urllib.parse
 from types import SimpleNamespace
 from typing import Any
 
+from polyloop.errors import RunAlreadyFinished
 from polyloop.events import MemorySink
 from polyloop.stores import MemoryStore
+from polyloop.stores._rules import check_append, check_record
 from polyloop.testing import ActionSamples, ModelSamples, ParserSamples
 from polyloop.types import (
     RECORD_TYPES,
@@ -487,3 +490,301 @@ class RunIdsAsTuple(MemoryStore):
 class ReturnsRecordTuple(MemoryStore):
     async def read_log(self, run_id: str) -> Any:
         return (await super().read_log(run_id)).records
+
+
+# --------------------------------------------------------------------------- opt-in promises
+# Issue #10: implementations for the promises checked only when an opt-in sample is given
+# (test_matrix_opt_ins.py). The stores live in tests/kit/broken_stores.py: the crash probe's
+# writer processes import them, and this module imports pytest and Hypothesis.
+
+
+class SessionExecutor(ReferenceExecutor):
+    """Correct: refuses any tool but ``shell``; a dead session is returned as ``env_error``."""
+
+    def __init__(self) -> None:
+        self.session_alive = True
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        if action.tool_name != "shell":
+            return ActionOutcome(status=ActionStatus.NOT_EXECUTED, observation="no such tool")
+        if not self.session_alive:
+            return ActionOutcome(status=ActionStatus.ENV_ERROR, observation="the session is gone")
+        return await super().execute(action)
+
+
+async def kill_session(executor: Any) -> None:
+    """The ``break_environment`` hook of the session executors."""
+    executor.session_alive = False
+
+
+class RaisesWhenSessionGone(SessionExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        if not self.session_alive:
+            raise ConnectionError("the session is gone")
+        return await super().execute(action)
+
+
+class RunsRefusedActions(SessionExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        if action.tool_name != "shell":
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="ran it anyway")
+        return await super().execute(action)
+
+
+OPT_IN_ACTION_SAMPLES = dataclasses.replace(
+    ACTION_SAMPLES,
+    refused=Action(text="format the disk", tool_name="format_disk", tool_args={}),
+    break_environment=kill_session,
+)
+
+
+class HttpModel:
+    """Correct: a minimal chat-completions client on asyncio streams. Any HTTP status but 200,
+    a body that is not a reply, a broken connection or ``timeout_s`` without an answer raises."""
+
+    timeout_s: float | None = 0.5
+
+    def __init__(self, base_url: str) -> None:
+        self.url = urllib.parse.urlsplit(base_url.rstrip("/") + "/chat/completions")
+
+    async def complete(self, messages: Any) -> ModelReply:
+        async with asyncio.timeout(self.timeout_s):
+            status, body = await self._post({"messages": [m.content for m in messages]})
+        return self._reply(status, body)
+
+    def _reply(self, status: int, body: bytes) -> ModelReply:
+        if status != 200:
+            raise RuntimeError(f"the endpoint answered HTTP {status}")
+        return ModelReply(text=json.loads(body)["choices"][0]["message"]["content"])
+
+    async def _post(self, payload: object) -> tuple[int, bytes]:
+        reader, writer = await asyncio.open_connection(self.url.hostname, self.url.port)
+        try:
+            data = json.dumps(payload).encode()
+            writer.write(
+                f"POST {self.url.path} HTTP/1.1\r\nHost: {self.url.netloc}\r\n"
+                f"Content-Length: {len(data)}\r\n\r\n".encode()
+                + data
+            )
+            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            fields = dict(line.lower().split(": ", 1) for line in head[1:] if ": " in line)
+            body = await reader.readexactly(int(fields.get("content-length", "0")))
+            return int(head[0].split()[1]), body
+        finally:
+            writer.close()
+
+
+class ErrorTextOn500(HttpModel):
+    def _reply(self, status: int, body: bytes) -> ModelReply:
+        if status == 500:
+            return ModelReply(text="Error: the model endpoint answered 500, please retry")
+        return super()._reply(status, body)
+
+
+class HangsPastItsBound(HttpModel):
+    timeout_s = None  # waits for an answer that never comes
+
+
+def opt_in_model_samples(factory: Any) -> ModelSamples:
+    return dataclasses.replace(MODEL_SAMPLES, failing_client_factory=factory, failure_bound_s=2.0)
+
+
+# ---------------------------------------------------------------- issue #9: deeper probes
+# Cancellation swallowed only after a first quick await (a connect, a lock, a subprocess start),
+# or only while running the erroring sample; and the two run-store fences the suite missed.
+
+
+async def _connect() -> None:
+    """A first await that finishes quickly: a connect, a lock, ``create_subprocess_exec``."""
+    await asyncio.sleep(0)
+
+
+class SwallowsCancellationAfterConnecting(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        await _connect()
+        try:
+            await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="interrupted")
+        return await super().execute(action)
+
+
+class SwallowsCancellationAfterSlowStart(ReferenceExecutor):
+    """Its first await takes real time (a process start), so only a deeper probe reaches the
+    swallowing one."""
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        for _ in range(3):
+            await asyncio.sleep(0.002)
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="interrupted")
+        return await super().execute(action)
+
+
+class SwallowsCancellationOnlyWhenTheActionFails(ReferenceExecutor):
+    async def execute(self, action: Action) -> ActionOutcome:
+        if not action.text.startswith("fail"):
+            return await super().execute(action)
+        try:
+            await asyncio.sleep(0.005)
+        except asyncio.CancelledError:
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="Error: interrupted")
+        return await super().execute(action)
+
+
+class ModelSwallowsCancellationAfterConnecting(ReferenceModel):
+    async def complete(self, messages: Any) -> ModelReply:
+        await _connect()
+        try:
+            await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            return ModelReply(text="(cancelled)")
+        return await super().complete(messages)
+
+
+class SinkSwallowsCancellationAfterConnecting(ReferenceSink):
+    async def emit(self, event: Event) -> None:
+        await _connect()
+        try:
+            await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            return
+        await super().emit(event)
+
+
+class SlowExecutor(ReferenceExecutor):
+    """Correct and slow (200 ms per call), with state kept across calls: no false alarm."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = asyncio.Lock()
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        async with self.lock:
+            self.calls += 1
+            await asyncio.sleep(0.2)
+            return await super().execute(action)
+
+
+class SlowModel(ReferenceModel):
+    """Correct and slow (200 ms per call)."""
+
+    async def complete(self, messages: Any) -> ModelReply:
+        await asyncio.sleep(0.2)
+        return await super().complete(messages)
+
+
+class SlowSink(ReferenceSink):
+    """Correct and slow (200 ms per call)."""
+
+    async def emit(self, event: Event) -> None:
+        await asyncio.sleep(0.2)
+        await super().emit(event)
+
+
+class FinishedBeforeExists(MemoryStore):
+    """Checks "finished" before "exists": a start appended to a finished run is refused as
+    ``RunAlreadyFinished``, but SPEC §3 says ``RunAlreadyExists`` comes first."""
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        log = self._logs.get(run_id, [])
+        if log and log[-1][1] == RunFinished.kind:
+            raise RunAlreadyFinished(f"run {run_id!r} is finished")
+        await super().append(run_id, record, sequence=sequence)
+
+
+class FirstAppendUnfenced(MemoryStore):
+    """Fences only a run that has a log: the first append is accepted at any sequence."""
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        if not self._logs.get(run_id):
+            sequence = 0
+        await super().append(run_id, record, sequence=sequence)
+
+
+# Stores that keep every rule on one or two runs and break one under interleaving: only the
+# state machine (run_store.behaves_like_the_reference_store) sees them.
+
+
+class FenceKeyedByTruncatedRunId(MemoryStore):
+    """Keeps each run's length in an index keyed by the first 32 characters of its id (sized for
+    ``uuid4().hex``): runs whose ids share those characters share one fence."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lengths: dict[str, int] = {}
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        check_record(run_id, record, sequence)
+        log = self._logs.get(run_id, [])
+        finished = bool(log) and log[-1][1] == RunFinished.kind
+        length = self._lengths.get(run_id[:32], 0)
+        check_append(run_id, record, sequence=sequence, length=length, finished=finished)
+        log.append((sequence, record.kind, record.to_json()))
+        self._logs[run_id] = log
+        self._lengths[run_id[:32]] = len(log)
+
+
+class ForgetsAFinishAfterAnotherRunsAppend(MemoryStore):
+    """Remembers only the last finished run: another run's append makes it forget the finish."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._finished_run: str | None = None
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        check_record(run_id, record, sequence)
+        log = self._logs.get(run_id, [])
+        finished = run_id == self._finished_run
+        check_append(run_id, record, sequence=sequence, length=len(log), finished=finished)
+        log.append((sequence, record.kind, record.to_json()))
+        self._logs[run_id] = log
+        self._finished_run = run_id if isinstance(record, RunFinished) else None
+
+
+class ListsOnlyUnfinishedRuns(MemoryStore):
+    """Lists runs from an index of active runs: a finished run disappears from run_ids()."""
+
+    async def run_ids(self) -> list[str]:
+        return sorted(r for r, log in self._logs.items() if log[-1][1] != RunFinished.kind)
+
+
+# --------------------------------------------------------------------------- run store batches
+# Each overrides only ``append_many`` (``MemoryStore.append`` is a batch of one, so single
+# appends go through it too — the breakers call the reference's own method for the records).
+
+
+class BatchWritesUntilTheBadRecord(MemoryStore):
+    """Appends a batch record by record: the records before a refused one stay written."""
+
+    async def append_many(self, run_id: str, records: Any, *, sequence: int) -> None:
+        for offset, record in enumerate(records):
+            await MemoryStore.append_many(self, run_id, (record,), sequence=sequence + offset)
+
+
+class BatchFencesOnlyItsLastRecord(MemoryStore):
+    """Writes the batch at the log's end, checking ``sequence`` only against the last record."""
+
+    async def append_many(self, run_id: str, records: Any, *, sequence: int) -> None:
+        *head, last = records
+        length = len(self._logs.get(run_id, []))
+        if head:
+            await MemoryStore.append_many(self, run_id, head, sequence=length)
+        await MemoryStore.append_many(self, run_id, (last,), sequence=sequence + len(head))
+
+
+class BatchWrittenBackwards(MemoryStore):
+    """Atomic and fenced, but stores the batch's records in reverse order."""
+
+    async def append_many(self, run_id: str, records: Any, *, sequence: int) -> None:
+        if len(records) == 1:
+            await MemoryStore.append_many(self, run_id, records, sequence=sequence)
+            return
+        await MemoryStore.append_many(self, run_id, records, sequence=sequence)
+        log = self._logs[run_id]
+        rows = log[sequence:]  # the records reversed, each at the other's sequence
+        log[sequence:] = [
+            (n, kind, body) for (n, _, _), (_, kind, body) in zip(rows, rows[::-1], strict=True)
+        ]

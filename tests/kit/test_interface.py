@@ -19,6 +19,7 @@ from polyloop.testing import (
     ActionSamples,
     ContractBase,
     ContractSkip,
+    EventSinkContract,
     ModelSamples,
     ParserSamples,
     PromiseSpec,
@@ -35,8 +36,8 @@ SPEC_CATALOGUE = {
     "action_executor.repeated_execution_keeps_status": "checked",
     "action_executor.truncated_chars_is_non_negative": "checked",
     "action_executor.cancellation_propagates_and_is_not_swallowed": "checked",
-    "action_executor.status_trigger_conditions": "unverifiable",
-    "action_executor.failure_is_a_return_value": "unverifiable",
+    "action_executor.status_trigger_conditions": "checked",  # with its opt-in sample
+    "action_executor.failure_is_a_return_value": "checked",  # with its opt-in sample
     "action_executor.observation_substitution_happens_in_the_library": "unverifiable",
     "decision_parser.never_raises": "checked",
     "decision_parser.returns_one_of_three_branches": "checked",
@@ -49,7 +50,7 @@ SPEC_CATALOGUE = {
     "model_client.call_id_is_never_empty_string": "checked",
     "model_client.does_not_mutate_messages": "checked",
     "model_client.cancellation_propagates": "checked",
-    "model_client.failure_is_an_exception": "unverifiable",
+    "model_client.failure_is_an_exception": "checked",  # with its opt-in sample
     "event_sink.accepts_every_event_kind": "checked",
     "event_sink.concurrent_emits_are_safe": "checked",
     "event_sink.cancellation_propagates": "checked",
@@ -63,8 +64,8 @@ SPEC_CATALOGUE = {
     "run_store.finished_run_rejects_records": "checked",
     "run_store.rejects_out_of_order_sequence": "checked",
     "run_store.lists_its_runs": "checked",
-    "run_store.atomic_append": "unverifiable",
-    "run_store.prefix_durability": "unverifiable",
+    "run_store.atomic_append": "checked",  # with its opt-in sample
+    "run_store.prefix_durability": "checked",  # with its opt-in sample
 }
 
 
@@ -160,11 +161,14 @@ def test_bad_class_settings_are_refused_at_class_creation_naming_class_and_id() 
             waive: ClassVar[Mapping[str, str]] = {"run_store.nope": "because"}
 
     with pytest.raises(
-        ValueError, match=r"TestUnverifiable.*run_store\.atomic_append.*unverifiable"
+        ValueError,
+        match=r"TestUnverifiable.*event_sink\.delivery_failure_is_isolated_by_the_library.*unverif",
     ):
 
-        class TestUnverifiable(RunStoreContract):
-            waive: ClassVar[Mapping[str, str]] = {"run_store.atomic_append": "cannot"}
+        class TestUnverifiable(EventSinkContract):
+            waive: ClassVar[Mapping[str, str]] = {
+                "event_sink.delivery_failure_is_isolated_by_the_library": "cannot"
+            }
 
     with pytest.raises(ValueError, match=r"TestNoReason\.waive\['run_store\.lists_its_runs'\]"):
 

@@ -89,7 +89,7 @@ def test_a_plain_run_shows_each_unverifiable_promise_as_a_three_part_skip_reason
         )
     )
     result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-rs")
-    result.assert_outcomes(passed=9, skipped=2)
+    result.assert_outcomes(passed=13, skipped=2)
     skip_lines = [line for line in result.outlines if line.startswith("SKIPPED")]
     assert len(skip_lines) == 2
     for line in skip_lines:
@@ -180,7 +180,7 @@ def test_suites_run_in_strict_mode_with_no_configuration_and_honour_loop_scope(
     result = pytester.runpytest_inprocess(
         *BARE_SANDBOX_ARGS, "-W", "ignore:The configuration option:DeprecationWarning"
     )
-    result.assert_outcomes(passed=9 + 7, skipped=2)
+    result.assert_outcomes(passed=13 + 7, skipped=2)
     text = result.stdout.str()
     assert "not an async function" not in text
     assert "not natively supported" not in text
@@ -192,7 +192,9 @@ def test_a_violated_hypothesis_promise_shows_its_falsifying_example(
     body = subclass_source(
         "TestLossy", "RunStoreContract", "run_store", "broken.EmptyStringBecomesNone()", None
     )
-    outcomes = run_sandbox(pytester, body)
+    # Only this promise: another Hypothesis promise run before it (behaves_like_the_reference_
+    # store) changes which example is found, and some are printed as the builds() call.
+    outcomes = run_sandbox(pytester, body, "-k", "round_trips")
     failure = outcomes[("TestLossy", "test_round_trips_every_record_kind")]
     assert failure.outcome == "failed"
     assert "Draw 1 (records): (RunStarted(" in failure.longrepr

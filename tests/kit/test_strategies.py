@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
 import re
+from collections.abc import Callable
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import polyloop.types
 from polyloop.testing import strategies as pst
 from polyloop.testing._shapes import (
     action_outcome_problems,
@@ -16,10 +21,14 @@ from polyloop.testing._shapes import (
 )
 from polyloop.types import (
     RECORD_TYPES,
+    AgentDefinition,
     Budget,
     Event,
     RunFinished,
+    RunLog,
+    RunResult,
     RunStarted,
+    StopReason,
     canonical_json,
     parameters_hash,
     record_from_json,
@@ -122,3 +131,57 @@ def test_json_values_survive_canonical_json(value: object) -> None:
 def test_timestamps_are_utc_with_milliseconds(data: st.DataObject) -> None:
     stamp = data.draw(pst.timestamps())
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp)
+
+
+def _declared_types(strategy: Callable[..., object]) -> set[type]:
+    """The classes a strategy function's return annotation says it draws (unions unpacked)."""
+    returned = get_type_hints(strategy, vars(pst))["return"]
+    (drawn,) = get_args(returned)
+    members = get_args(drawn) if get_origin(drawn) in (Union, UnionType) else (drawn,)
+    return {m for m in members if isinstance(m, type) and m is not Any and get_origin(m) is None}
+
+
+STRATEGIES = {name: getattr(pst, name) for name in pst.__all__ if callable(getattr(pst, name))}
+
+
+def test_every_public_value_type_has_a_public_strategy() -> None:
+    public_types = {
+        getattr(polyloop.types, name)
+        for name in polyloop.types.__all__
+        if isinstance(getattr(polyloop.types, name), type)
+    }
+    covered = set().union(*(_declared_types(s) for s in STRATEGIES.values()))
+    missing = sorted(t.__name__ for t in public_types - covered)
+    assert not missing, f"polyloop.testing.strategies has no strategy for {missing}"
+
+
+def test_every_public_strategy_function_is_in_all() -> None:
+    public = {
+        name
+        for name, value in vars(pst).items()
+        if inspect.isfunction(value) and value.__module__ == pst.__name__ and name[0] != "_"
+    }
+    assert public == set(STRATEGIES)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_each_strategy_draws_the_types_it_declares(data: st.DataObject) -> None:
+    for name, strategy in sorted(STRATEGIES.items()):
+        declared = _declared_types(strategy)
+        if not declared:
+            continue  # tuples, JSON values: checked by the tests above
+        value = data.draw(strategy(), label=name)
+        assert isinstance(value, tuple(declared)), f"{name}() drew {type(value).__name__}"
+
+
+@FAST
+@given(agent=pst.agent_definitions(), result=pst.run_results(), log=pst.run_log_objects())
+def test_agents_results_and_logs_are_valid_values(
+    agent: AgentDefinition, result: RunResult, log: RunLog
+) -> None:
+    assert parameters_hash(agent.parameters()).startswith("sha256:")
+    assert [step.step_index for step in result.steps] == list(range(len(result.steps)))
+    assert (result.final_answer is not None) == (result.stop_reason is StopReason.AGENT_FINISHED)
+    assert result.stop_reason is not StopReason.CANCELLED
+    assert log.records == () or isinstance(log.started, RunStarted)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_polyloop._outcomes import PhaseResult, classify
+from pytest_polyloop._outcomes import PhaseResult, classify, teardown_failure
 
 
 def phase(when: str, outcome: str, **fields: object) -> PhaseResult:
@@ -31,11 +31,41 @@ def test_an_error_in_setup_is_violated_and_says_where() -> None:
     assert judgement.detail == "error in setup:\nRuntimeError: no db"
 
 
-def test_a_failing_teardown_after_a_pass_is_violated() -> None:
+def test_a_failing_teardown_after_a_pass_is_held_and_blamed_on_the_fixture() -> None:
     teardown = phase("teardown", "failed", text="E   OSError: leak", crash="OSError: leak")
-    judgement = classify([PASSED_SETUP, phase("call", "passed"), teardown])
+    phases = [PASSED_SETUP, phase("call", "passed"), teardown]
+    judgement = classify(phases)
+    assert judgement is not None
+    assert judgement.outcome == "held"
+    assert teardown_failure(phases) == "teardown failed: OSError: leak"
+
+
+def test_a_failing_teardown_after_an_unverifiable_skip_stays_unverifiable() -> None:
+    parts = {"outcome": "unverifiable", "promise": "p", "why": "w", "verify_yourself": "v"}
+    call = phase("call", "skipped", skip_reason="Skipped: p", contract_skip=parts)
+    teardown = phase("teardown", "failed", text="E   RuntimeError: cancel scope")
+    judgement = classify([PASSED_SETUP, call, teardown])
+    assert judgement is not None
+    assert judgement.outcome == "unverifiable"
+
+
+def test_a_teardown_that_passed_is_no_teardown_failure() -> None:
+    assert teardown_failure([PASSED_SETUP, phase("call", "failed"), PASSED_TEARDOWN]) is None
+
+
+def test_a_test_whose_worker_died_is_violated_saying_so() -> None:
+    crash = phase("???", "failed", text="worker 'gw0' crashed while running 't.py::T::test_x'")
+    judgement = classify([PASSED_SETUP, crash])
     assert judgement is not None
     assert judgement.outcome == "violated"
+    assert judgement.detail == (
+        "the worker running this test died: worker 'gw0' crashed while running 't.py::T::test_x'"
+    )
+
+
+def test_a_test_that_never_finished_has_no_outcome() -> None:
+    assert classify([PASSED_SETUP]) is None
+    assert classify([PASSED_SETUP, phase("call", "passed")]) is None
 
 
 def test_a_plain_skip_is_not_applicable_without_a_verify_yourself() -> None:
@@ -61,7 +91,8 @@ def test_the_skip_text_is_parsed_when_no_structured_parts_travelled() -> None:
     parts = {"outcome": "unverifiable", "promise": "p", "why": "w", "verify_yourself": "v"}
     call = phase("call", "skipped", skip_reason="Skipped: p — …")
     judgement = classify(
-        [call], parse_skip=lambda text: parts if text.startswith("Skipped: p") else None
+        [call, PASSED_TEARDOWN],
+        parse_skip=lambda text: parts if text.startswith("Skipped: p") else None,
     )
     assert judgement is not None
     assert (judgement.outcome, judgement.promise, judgement.verify_yourself) == (
@@ -85,25 +116,26 @@ def test_a_failure_of_an_overridden_test_is_violated_not_overridden() -> None:
     assert (judgement.outcome, judgement.detail) == ("violated", "AssertionError: no")
 
 
-def test_a_failing_teardown_after_a_strict_xpass_is_violated_not_stale() -> None:
+def test_a_failing_teardown_after_a_strict_xpass_is_still_stale() -> None:
     call = phase("call", "failed", text="[XPASS(strict)] waived: old bug")
     teardown = phase("teardown", "failed", text="E   OSError: leak", crash="OSError: leak")
     judgement = classify([PASSED_SETUP, call, teardown], waiver_reason="old bug")
     assert judgement is not None
-    assert (judgement.outcome, judgement.waiver_reason) == ("violated", "old bug")
-    assert judgement.detail == "error in teardown:\nOSError: leak"
+    assert (judgement.outcome, judgement.waiver_reason) == ("stale_waiver", "old bug")
 
 
 def test_an_overridden_test_under_a_waiver_that_passes_is_overridden_not_stale() -> None:
     call = phase("call", "passed", wasxfail="waived: flaky")
-    judgement = classify([PASSED_SETUP, call], overridden=True, waiver_reason="flaky")
+    judgement = classify(
+        [PASSED_SETUP, call, PASSED_TEARDOWN], overridden=True, waiver_reason="flaky"
+    )
     assert judgement is not None
     assert (judgement.outcome, judgement.waiver_reason) == ("overridden", "flaky")
 
 
 def test_an_overridden_test_that_skips_is_overridden_not_not_applicable() -> None:
     call = phase("call", "skipped", skip_reason="Skipped: needs a GPU")
-    judgement = classify([PASSED_SETUP, call], overridden=True)
+    judgement = classify([PASSED_SETUP, call, PASSED_TEARDOWN], overridden=True)
     assert judgement is not None
     assert judgement.outcome == "overridden"
 
@@ -118,7 +150,9 @@ def test_a_failure_under_a_waiver_is_waived_with_the_waivers_reason() -> None:
 def test_a_structured_contract_skip_wins_over_parsing_the_skip_text() -> None:
     parts = {"outcome": "not_applicable", "why": "no tools"}
     call = phase("call", "skipped", skip_reason="Skipped: x", contract_skip=parts)
-    judgement = classify([call], parse_skip=lambda text: {"outcome": "unverifiable"})
+    judgement = classify(
+        [call, PASSED_TEARDOWN], parse_skip=lambda text: {"outcome": "unverifiable"}
+    )
     assert judgement is not None
     assert (judgement.outcome, judgement.why) == ("not_applicable", "no tools")
 

@@ -121,7 +121,7 @@ def test_a_waiver_for_an_unknown_promise_is_a_usage_error(project: Project) -> N
 
 
 def test_a_waiver_for_an_unverifiable_promise_is_a_usage_error(project: Project) -> None:
-    waiver = '{"action_executor.status_trigger_conditions": "because"}'
+    waiver = '{"action_executor.observation_substitution_happens_in_the_library": "because"}'
     project.conftest(
         "tests", tagged("good", "SandboxExecutor()", samples='"samples"', waive=waiver)
     )
@@ -242,10 +242,50 @@ def test_an_unknown_seam_for_polyloop_seam_is_a_usage_error(project: Project) ->
         ),
         (
             '{"schema": "polyloop-conformance/1", "implementations": [{"promises": [{}]}]}',
-            "each implementation needs an 'id' and each promise an 'id' and an 'outcome'",
+            "implementations[0]: 'id' must be a string",
+        ),
+        (
+            '{"schema": "polyloop-conformance/1", "implementations": null}',
+            "'implementations' must be a list of objects with 'promises'",
+        ),
+        (
+            '{"schema": "polyloop-conformance/1", "implementations": [{"id": "x", '
+            '"promises": [{"id": "s.p"}]}]}',
+            "implementations[0].promises[0]: 'outcome' must be one of held, violated",
+        ),
+        (
+            '{"schema": "polyloop-conformance/1", "implementations": [{"id": "x", '
+            '"promises": [{"id": "s.p", "outcome": "great"}]}]}',
+            "implementations[0].promises[0]: 'outcome' must be one of held, violated",
+        ),
+        (
+            '{"schema": "polyloop-conformance/1", "implementations": [{"id": "x", '
+            '"promises": {"s.p": "held"}}]}',
+            "'implementations' must be a list of objects with 'promises'",
+        ),
+        (
+            '{"schema": "polyloop-conformance/1", "implementations": ["x"]}',
+            "'implementations' must be a list of objects with 'promises'",
+        ),
+        (
+            '{"schema": "polyloop-conformance/1", "implementations": [{"id": "x", '
+            '"promises": [null]}]}',
+            "implementations[0].promises[0]: not an object",
         ),
     ],
-    ids=["missing", "not-json", "other-schema", "implementations-not-a-list", "promise-no-id"],
+    ids=[
+        "missing",
+        "not-json",
+        "other-schema",
+        "implementations-not-a-list",
+        "promise-no-id",
+        "implementations-null",
+        "promise-no-outcome",
+        "unknown-outcome",
+        "promises-not-a-list",
+        "implementation-not-an-object",
+        "promise-not-an-object",
+    ],
 )
 def test_a_baseline_that_is_not_a_report_is_a_usage_error_naming_it(
     project: Project, content: str | None, reason: str

@@ -126,41 +126,6 @@ def test_the_report_names_the_contract_version_it_judged(mixed: Project) -> None
     assert {entry["suite_hash"] for entry in report["implementations"]} == {executor_hash}
 
 
-def test_a_violation_new_to_the_baseline_is_pending_and_does_not_fail(project: Project) -> None:
-    project.conftest(
-        "tests",
-        """\
-        @pytest_polyloop.seam("action_executor", samples="samples")
-        @pytest.fixture
-        def good_executor():
-            return SandboxExecutor()
-        """,
-    )
-    baseline = project.run()
-    assert baseline.ret == 0, baseline.output
-    baseline_path = project.path / "baseline.json"
-    baseline_path.write_text(__import__("json").dumps(baseline.report), encoding="utf-8")
-    project.conftest(
-        "tests",
-        """\
-        @pytest_polyloop.seam("action_executor", samples="samples")
-        @pytest.fixture
-        def good_executor():
-            return SandboxExecutor()
-
-
-        @pytest_polyloop.seam("action_executor", samples="samples")
-        @pytest.fixture
-        def new_executor():
-            return SandboxExecutor(broken=True)
-        """,
-    )
-    run = project.run(f"--polyloop-baseline={baseline_path}")
-    assert run.outcome("new_executor", ERROR_PROMISE) == "pending"
-    assert run.counts("new_executor")["violated"] == 0
-    assert run.ret == 0, run.output
-
-
 def test_a_promise_that_held_in_the_baseline_and_now_fails_is_a_regression(
     project: Project,
 ) -> None:

@@ -152,3 +152,99 @@ def test_a_report_with_malformed_implementations_exits_2_naming_the_file(
     report.write_text(text, encoding="utf-8")
     assert main(["report", "diff", str(report), str(report)]) == 2
     assert f"polyloop report: {report}: " in capsys.readouterr().err
+
+
+def _report_with(implementation: dict[str, object], **top: object) -> dict[str, object]:
+    return {
+        "schema": "polyloop-conformance/1",
+        "verdict": "conformant",
+        **top,
+        "implementations": [implementation],
+    }
+
+
+GOOD_IMPLEMENTATION: dict[str, object] = {
+    "id": "x",
+    "seam": "action_executor",
+    "collected": 1,
+    "catalogue": 1,
+    "counts": {"held": 1},
+    "promises": [
+        {
+            "id": "action_executor.p",
+            "outcome": "held",
+            "nodeid": "t.py::T::test_p",
+            "promise": "it holds",
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("report", "reason"),
+    [
+        (
+            {"schema": "polyloop-conformance/1", "implementations": None},
+            "'implementations' must be a list of objects with 'promises'",
+        ),
+        ({**_report_with(GOOD_IMPLEMENTATION), "verdict": None}, "'verdict' must be one of"),
+        (_report_with({**GOOD_IMPLEMENTATION, "seam": None}), "implementations[0]: 'seam'"),
+        (_report_with({**GOOD_IMPLEMENTATION, "counts": []}), "implementations[0]: 'counts'"),
+        (
+            _report_with({**GOOD_IMPLEMENTATION, "collected": "1"}),
+            "implementations[0]: 'collected'",
+        ),
+        (
+            _report_with({**GOOD_IMPLEMENTATION, "promises": [{"id": "a.b", "outcome": "great"}]}),
+            "implementations[0].promises[0]: 'outcome' must be one of held, violated",
+        ),
+        (
+            _report_with(
+                {
+                    **GOOD_IMPLEMENTATION,
+                    "promises": [
+                        {
+                            "id": "a.b",
+                            "outcome": "violated",
+                            "nodeid": "n",
+                            "promise": "p",
+                            "detail": 3,
+                        }
+                    ],
+                }
+            ),
+            "implementations[0].promises[0]: 'detail'",
+        ),
+        (_report_with({**GOOD_IMPLEMENTATION, "missing": "all"}), "implementations[0]: 'missing'"),
+    ],
+    ids=[
+        "null-implementations",
+        "no-verdict",
+        "no-seam",
+        "counts-not-an-object",
+        "collected-not-a-number",
+        "unknown-outcome",
+        "detail-not-text",
+        "missing-not-a-list",
+    ],
+)
+def test_a_report_the_renderer_cannot_read_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], report: object, reason: str
+) -> None:
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    for markdown in ([], ["--markdown"]):
+        assert main(["report", str(path), *markdown]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"polyloop report: {path}: ")
+        assert reason in err
+        assert err.count("\n") == 1
+
+
+def test_a_minimal_well_formed_report_renders(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(_report_with(GOOD_IMPLEMENTATION)), encoding="utf-8")
+    assert main(["report", str(path)]) == 0
+    assert "x  action_executor  1/1  held 1" in capsys.readouterr().out

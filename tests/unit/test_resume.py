@@ -48,16 +48,22 @@ pytestmark = pytest.mark.asyncio
 RUN = "run-1"
 
 
+class ParserBroke(Exception):
+    """A parser that raises: the exception leaves run(), the reply is in the log."""
+
+
 async def uninterrupted(*specs: StepSpec, **agent_kwargs):
     outcome = await run_to_end(script(*specs), agent(**agent_kwargs))
     assert outcome.result is not None
     return outcome
 
 
-async def crashed(crash_seams, **agent_kwargs) -> MemoryStore:
+async def crashed(
+    crash_seams, *, error: type[BaseException] = Crash, **agent_kwargs
+) -> MemoryStore:
     store = MemoryStore()
     outcome = await run_to_end(crash_seams, agent(**agent_kwargs), store=store)
-    assert isinstance(outcome.error, Crash)
+    assert isinstance(outcome.error, error)
     return store
 
 
@@ -86,8 +92,10 @@ async def test_a_logged_reply_without_a_step_is_parsed_again_without_a_second_mo
     specs = (act(), final("done"))
     reference = await uninterrupted(*specs)
     crash_seams = script(*specs)
-    crash_seams.parser.decisions["reply-1"] = Crash("died while parsing")
-    store = await crashed(crash_seams)
+    # A log ends at ModelReplied when the parser raised (the reply is committed before the
+    # exception leaves run()); a crash while parsing loses it, as it rides with the intent.
+    crash_seams.parser.decisions["reply-1"] = ParserBroke("raised while parsing")
+    store = await crashed(crash_seams, error=ParserBroke)
     seams = script(*specs)
 
     result = await polyloop.resume(
@@ -104,8 +112,10 @@ async def test_a_logged_reply_parsed_again_into_an_action_executes_it_and_contin
     specs = (invalid(), act(), act(completion=True))
     reference = await uninterrupted(*specs)
     crash_seams = script(*specs)
-    crash_seams.parser.decisions["reply-1"] = Crash("died while parsing")
-    store = await crashed(crash_seams)
+    # A log ends at ModelReplied when the parser raised (the reply is committed before the
+    # exception leaves run()); a crash while parsing loses it, as it rides with the intent.
+    crash_seams.parser.decisions["reply-1"] = ParserBroke("raised while parsing")
+    store = await crashed(crash_seams, error=ParserBroke)
     seams = script(*specs)
 
     result = await polyloop.resume(RUN, agent(), store=store, **seams.kwargs())
@@ -242,8 +252,13 @@ async def test_a_logged_step_that_did_not_end_the_run_continues_at_budget_admiss
 async def test_a_run_with_only_run_started_continues_from_the_first_step():
     specs = (act(), final())
     reference = await uninterrupted(*specs)
+    crashed_store = MemoryStore()
+    await run_to_end(
+        script(*specs), agent(), store=crashed_store, events=CrashingSink(crash_after=0)
+    )
+    # RunStarted rides with the first model intent; a store without batches can end at it.
     store = MemoryStore()
-    await run_to_end(script(*specs), agent(), store=store, events=CrashingSink(crash_after=0))
+    await store.append(RUN, (await crashed_store.read_log(RUN)).records[0], sequence=0)
     seams = script(*specs)
 
     result = await polyloop.resume(RUN, agent(), store=store, **seams.kwargs())

@@ -1,0 +1,74 @@
+"""``model_client.failure_is_an_exception``: each endpoint failure must come out as an exception.
+
+Every failure of :data:`~polyloop.testing._misbehaving_http.FAILURES` gets a fresh client from
+the implementer's factory, all at once (the promise costs one ``failure_bound_s``, not five);
+a ``complete()`` that returns, or that is still running when the bound is over, is a problem.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from polyloop.testing._misbehaving_http import FAILURES, misbehaving_endpoint
+from polyloop.testing._shapes import short
+from polyloop.types import Message
+
+__all__ = ["failure_problems"]
+
+_SETTLE_ITERATIONS = 100
+
+
+async def _one_failure(
+    factory: Callable[[str], Any], base_url: str, bound_s: float, messages: list[Message]
+) -> str | None:
+    failure = base_url.rsplit("/", 2)[-2]
+    what = f"against an endpoint that {FAILURES[failure]} ({failure})"
+    client = factory(base_url)
+    call = asyncio.ensure_future(client.complete(list(messages)))
+    try:
+        await asyncio.wait({call}, timeout=bound_s)
+        await _let_due_timers_finish(call)
+        if not call.done():
+            return f"{what}: complete() was still running after failure_bound_s={bound_s:g} s"
+        if call.exception() is None:
+            return f"{what}: complete() returned {short(call.result())} instead of raising"
+        return None
+    finally:
+        if not call.done():
+            call.cancel()
+            await asyncio.wait({call})
+        await _close(client)
+
+
+async def _let_due_timers_finish(call: asyncio.Future[Any]) -> None:
+    """On a stalled machine the client's own timeout and the bound come due in the same loop
+    iteration; the client's, due first, has then started raising but not finished. Give what
+    is already under way a few iterations (no more time) before judging the call hung."""
+    for _ in range(_SETTLE_ITERATIONS):
+        if call.done():
+            return
+        await asyncio.sleep(0)
+
+
+async def _close(client: Any) -> None:
+    close = getattr(client, "aclose", None) or getattr(client, "close", None)
+    if callable(close):
+        result = close()
+        if asyncio.iscoroutine(result):
+            await result
+
+
+async def failure_problems(
+    factory: Callable[[str], Any], bound_s: float, messages: list[Message]
+) -> list[str]:
+    """One line per endpoint failure that ``complete()`` did not raise on within the bound."""
+    async with misbehaving_endpoint() as root:
+        results = await asyncio.gather(
+            *(
+                _one_failure(factory, f"{root}/{failure}/v1", bound_s, messages)
+                for failure in FAILURES
+            )
+        )
+    return [problem for problem in results if problem is not None]

@@ -1,0 +1,75 @@
+"""OpenAIChatModel keeps every ModelClient promise of the contract kit, against a loopback
+chat-completions endpoint; its failure promise against the kit's misbehaving one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from polyloop.models import OpenAIChatModel
+from polyloop.testing import ModelClientContract, ModelSamples
+from polyloop.types import Message
+
+_COMPLETION = json.dumps(
+    {
+        "id": "chatcmpl-contract",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
+).encode()
+
+
+async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answer one chat-completions request with a fixed reply, then close the connection."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        await reader.readexactly(length)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            + f"Content-Length: {len(_COMPLETION)}\r\n\r\n".encode()
+            + _COMPLETION
+        )
+        await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass  # the client was cancelled mid-request (the cancellation promise)
+    finally:
+        writer.close()
+
+
+def failing_openai_client(base_url: str) -> OpenAIChatModel:
+    """The client as a user would configure it, with timeouts short enough for a test."""
+    return OpenAIChatModel("m", base_url=base_url, api_key="k", max_retries=1, timeout_s=0.5)
+
+
+class TestOpenAIChatModelContract(ModelClientContract):
+    @pytest_asyncio.fixture
+    async def model_client(  # type: ignore[override]  # pytest types a fixture as an object
+        self,
+    ) -> AsyncIterator[OpenAIChatModel]:
+        server = await asyncio.start_server(_answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            yield OpenAIChatModel("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k")
+
+    @pytest.fixture
+    def model_samples(self) -> ModelSamples:
+        return ModelSamples(
+            messages=[Message(role="user", content="Say ok.")],
+            failing_client_factory=failing_openai_client,
+            # One retry with backoff, two 0.5 s timeouts: about 2 s; 10 s leaves room for load.
+            failure_bound_s=10.0,
+        )

@@ -1,0 +1,31 @@
+"""The OpenTelemetry how-to's example runs and prints the span tree the page shows."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import pytest
+
+from polyloop.testing._base import in_ci
+from tests.docs.test_docs_examples import ROOT, python_blocks, run_blocks
+
+PAGE = ROOT / "docs" / "how-to" / "trace-with-opentelemetry.md"
+
+
+def shown_output(text: str) -> list[str]:
+    """The ``text`` block right after "It prints:"."""
+    (block,) = re.findall(r"It prints:\n\n```text\n(.*?)```", text, flags=re.S)
+    return str(block).splitlines()
+
+
+def test_the_otel_howto_example_prints_the_span_tree_the_page_shows() -> None:
+    if importlib.util.find_spec("opentelemetry.sdk") is None and not in_ci():
+        pytest.skip("needs the otel extra: pip install 'polyloop[otel]'")
+    blocks = python_blocks(PAGE)
+    assert len(blocks) == 2
+
+    printed = run_blocks(blocks)
+
+    assert printed.splitlines() == shown_output(PAGE.read_text(encoding="utf-8"))
+    assert printed.splitlines()[0] == "invoke_agent"
