@@ -53,7 +53,7 @@ _RECORD_LEVELS = 3
 
 
 def _jsonable(value: object, depth: int = 0) -> object:
-    if isinstance(value, str | int | bool | None):  # the common leaves first; an enum is a str
+    if isinstance(value, str | int | float | None):  # the leaves first; an enum is a str
         return value.value if isinstance(value, enum.Enum) else value
     if depth > MAX_NESTING + _RECORD_LEVELS:
         raise ValueError(f"record is nested deeper than {MAX_NESTING} levels")
@@ -61,7 +61,7 @@ def _jsonable(value: object, depth: int = 0) -> object:
         return {
             name: _jsonable(getattr(value, name), depth + 1) for name in _field_names(type(value))
         }
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):  # dict first: the ABC check is slow
         return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(v, depth + 1) for v in value]

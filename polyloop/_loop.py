@@ -121,6 +121,8 @@ class _Driver:
         self.finished = False
         self.steps: list[StepRecord] = []
         self.history: list[Message] = _history.opening(agent, goal)
+        # A running total, so B costs the same at step 8000 as at step 1 (never a re-sum).
+        self.history_chars = _history.prompt_chars(self.history)
         self.counters = _stopping.Counters()
         self.final_answer: str | None = None
         self.event_delivery_failures = 0
@@ -128,6 +130,9 @@ class _Driver:
         # store or the sink (SPEC §2), so a slow sink cannot make a step look slow.
         self.seam_seconds = 0.0
         self.pending: list[Record] = []  # held for the next commit (see append)
+        # Once per run: a runtime Protocol check walks the class's attributes every time.
+        store = seams.store
+        self.batch_store = store if isinstance(store, BatchRunStore) else None
 
     @classmethod
     def from_log(
@@ -185,8 +190,8 @@ class _Driver:
     async def _write(self, batch: tuple[Record, ...]) -> None:
         """One durable point: the whole batch in one commit when the store can, else in order."""
         store = self.seams.store
-        if isinstance(store, BatchRunStore):
-            await store.append_many(self.run_id, batch, sequence=self.sequence)
+        if self.batch_store is not None:
+            await self.batch_store.append_many(self.run_id, batch, sequence=self.sequence)
             for record in batch:
                 self._appended(record)
             return
@@ -246,7 +251,7 @@ class _Driver:
             if stop is not None:
                 return await self.finish(stop)
             messages = list(self.history)
-            prompt_chars = _history.prompt_chars(messages)
+            prompt_chars = self.history_chars
             stop = _stopping.fits(budget, prompt_chars)  # B
             if stop is not None:
                 return await self.finish(stop)
@@ -372,7 +377,9 @@ class _Driver:
     def absorb(self, completed: StepCompleted) -> StopReason | None:
         """Fold a logged step into the state (live, or replaying a log on resume)."""
         self.steps.append(completed.step)
-        self.history.extend(_history.step_messages(completed))
+        told = _history.step_messages(completed)
+        self.history.extend(told)
+        self.history_chars += _history.prompt_chars(told)
         self.counters, stop = _stopping.settle(
             self.agent,
             self.counters,
@@ -579,7 +586,7 @@ async def _continue(driver: _Driver, log: RunLog, stop: StopReason | None) -> Ru
         return await driver.iterate()
     if isinstance(last, RunStarted | ModelCallIntent):
         return await driver.iterate()  # A and B pass again: same counters, same history
-    prompt_chars = _history.prompt_chars(driver.history)
+    prompt_chars = driver.history_chars
     reply = _logged_reply(driver.run_id, log)
     if isinstance(last, ModelReplied):
         stop = await driver.decide(reply, prompt_chars)
