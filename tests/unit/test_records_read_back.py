@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import polyloop
+from examples.conformance_by_subclassing.calculator import JsonLinesStore
 from polyloop import (
     FinalAnswer,
     ModelCallIntent,
@@ -74,12 +75,14 @@ def test_usage_that_cannot_round_trip_is_a_value_error_naming_the_field(
 # --------------------------------------------------------------------------- every bundled store
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=["memory", "sqlite", "postgres", "example-jsonl"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "memory":
         yield "memory:"
     elif request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'runs.db'}"
+    elif request.param == "example-jsonl":  # the store the subclassing example writes
+        yield f"jsonl:{tmp_path}"
     else:
         yield request.getfixturevalue("postgres_database_dsn")
 
@@ -88,7 +91,15 @@ async def _with_store(url: str, memory: dict[str, RunStore]) -> RunStore:
     # memory: has no shared state between open_store calls; keep one per test.
     if url == "memory:":
         return memory.setdefault(url, MemoryStore())
+    if url.startswith("jsonl:"):
+        return JsonLinesStore(Path(url.removeprefix("jsonl:")))
     return open_store(url)
+
+
+async def _close(store: RunStore) -> None:
+    aclose = getattr(store, "aclose", None)  # the example store holds nothing open
+    if aclose is not None:
+        await aclose()
 
 
 def test_a_cost_in_usage_finishes_reads_back_and_resumes_on_every_store(
@@ -99,7 +110,7 @@ def test_a_cost_in_usage_finishes_reads_back_and_resumes_on_every_store(
     assert result.stop_reason is StopReason.AGENT_FINISHED
     assert log.replies[0].reply.usage == USAGE
     assert rebuilt.final_answer == "42"
-    if store_url != "memory:":  # the CLI opens the store by URL: memory: would be a new one
+    if "://" in store_url:  # the CLI opens a store by URL: memory: would be a new one
         assert main(["runs", "--store", store_url]) == 0
         out = capsys.readouterr().out
         assert "with-cost" in out
@@ -130,7 +141,7 @@ async def _run_read_resume(url: str) -> tuple[RunResult, RunLog, RunResult]:
             store=store,
         )
     finally:
-        await store.aclose()  # type: ignore[attr-defined]
+        await _close(store)
     return result, log, rebuilt
 
 
@@ -166,7 +177,7 @@ async def test_an_interrupted_run_whose_logged_reply_has_a_cost_resumes_on_every
         )
         log = await store.read_log("cut")
     finally:
-        await store.aclose()  # type: ignore[attr-defined]
+        await _close(store)
 
     assert result.final_answer == "42"
     assert log.finished is not None
