@@ -22,6 +22,7 @@ from polyloop.errors import (
 )
 from polyloop.tools import Tool, ToolEnvironmentError, ToolRegistry
 from polyloop.types import (
+    MAX_NESTING,
     SCHEMA_VERSION,
     Action,
     ActionIntent,
@@ -54,6 +55,7 @@ from polyloop.types import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "MAX_NESTING",
     "SCHEMA_VERSION",
     "Action",
     "ActionIntent",

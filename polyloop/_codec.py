@@ -15,6 +15,7 @@ from typing import Any
 
 from polyloop.errors import SchemaVersionError
 from polyloop.types import (
+    MAX_NESTING,
     RECORD_TYPES,
     Action,
     ActionIntent,
@@ -29,6 +30,7 @@ from polyloop.types import (
     StepRecord,
     StopReason,
     canonical_json,
+    usage_problem,
 )
 
 _SUPPORTED_MAJOR = "1"
@@ -45,15 +47,24 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return names
 
 
-def _jsonable(value: object) -> object:
-    if isinstance(value, str | int | bool | None):  # the common leaves first; an enum is a str
+# The levels a record puts above user data (record, action or reply, its field): the encoder
+# accepts MAX_NESTING levels of user data below them, and refuses more with a ValueError.
+_RECORD_LEVELS = 3
+
+
+def _jsonable(value: object, depth: int = 0) -> object:
+    if isinstance(value, str | int | float | None):  # the leaves first; an enum is a str
         return value.value if isinstance(value, enum.Enum) else value
+    if depth > MAX_NESTING + _RECORD_LEVELS:
+        raise ValueError(f"record is nested deeper than {MAX_NESTING} levels")
     if hasattr(value, "__dataclass_fields__"):
-        return {name: _jsonable(getattr(value, name)) for name in _field_names(type(value))}
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {
+            name: _jsonable(getattr(value, name), depth + 1) for name in _field_names(type(value))
+        }
+    if isinstance(value, dict | Mapping):  # dict first: the ABC check is slow
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [_jsonable(v, depth + 1) for v in value]
     return value
 
 
@@ -122,8 +133,9 @@ def _check_version(where: str, version: object) -> str:
 def _decode_reply(data: object) -> ModelReply:
     d = _Decoder("model reply", data)
     usage = d.get("usage", _is_dict, "an object", default={})
-    if not all(isinstance(k, str) and _is_int(v) for k, v in usage.items()):
-        raise ValueError("malformed model reply: usage must map str to int")
+    problem = usage_problem(usage)
+    if problem is not None:
+        raise ValueError(f"malformed model reply: usage {problem}")
     return ModelReply(
         text=d.get("text", _is_str, "a str"),
         reasoning=d.get("reasoning", _is_str, "a str", default=""),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -57,6 +58,8 @@ from polyloop.types import (
     parameters_hash,
 )
 
+_log = logging.getLogger("polyloop")
+
 
 def utc_timestamp() -> str:
     """UTC ISO-8601 with milliseconds and ``Z``."""
@@ -79,10 +82,6 @@ async def _wait_out(task: asyncio.Future[None]) -> bool:
         except BaseException:  # the task failed; the caller reads task.exception()
             break
     return cancelled or task.cancelled()
-
-
-def _ms_since(start: float) -> int:
-    return int((time.monotonic() - start) * 1000)
 
 
 # What a step records of a model that raised: no text, no reasoning, no call id (SPEC §2).
@@ -122,10 +121,18 @@ class _Driver:
         self.finished = False
         self.steps: list[StepRecord] = []
         self.history: list[Message] = _history.opening(agent, goal)
+        # A running total, so B costs the same at step 8000 as at step 1 (never a re-sum).
+        self.history_chars = _history.prompt_chars(self.history)
         self.counters = _stopping.Counters()
         self.final_answer: str | None = None
         self.event_delivery_failures = 0
+        # step_wall_ms: time spent in this step's model, parser and executor — not in the
+        # store or the sink (SPEC §2), so a slow sink cannot make a step look slow.
+        self.seam_seconds = 0.0
         self.pending: list[Record] = []  # held for the next commit (see append)
+        # Once per run: a runtime Protocol check walks the class's attributes every time.
+        store = seams.store
+        self.batch_store = store if isinstance(store, BatchRunStore) else None
 
     @classmethod
     def from_log(
@@ -183,8 +190,8 @@ class _Driver:
     async def _write(self, batch: tuple[Record, ...]) -> None:
         """One durable point: the whole batch in one commit when the store can, else in order."""
         store = self.seams.store
-        if isinstance(store, BatchRunStore):
-            await store.append_many(self.run_id, batch, sequence=self.sequence)
+        if self.batch_store is not None:
+            await self.batch_store.append_many(self.run_id, batch, sequence=self.sequence)
             for record in batch:
                 self._appended(record)
             return
@@ -203,14 +210,27 @@ class _Driver:
         try:
             await self.seams.events.emit(event)
         except Exception:  # a delivery failure never interrupts the run; CancelledError passes
-            self.event_delivery_failures += 1
+            self._delivery_failed(event)
+
+    def _delivery_failed(self, event: Event) -> None:
+        """Count a failed delivery; the first of a run is logged with its exception."""
+        if self.event_delivery_failures == 0:
+            _log.warning(
+                "run %s: delivering event %d (%s) failed; later failures of this run are "
+                "only counted (RunResult.event_delivery_failures)",
+                self.run_id,
+                event.sequence,
+                event.record.kind,
+                exc_info=True,
+            )
+        self.event_delivery_failures += 1
 
     async def emit_best_effort(self, event: Event) -> None:
         """On the cancellation path: nothing the sink does may replace the CancelledError."""
         try:
             await self.seams.events.emit(event)
         except BaseException:
-            self.event_delivery_failures += 1
+            self._delivery_failed(event)
 
     async def finish_cancelled(self) -> None:
         """The cancellation path: one RunFinished(cancelled) if the run is started, unfinished.
@@ -231,7 +251,7 @@ class _Driver:
             if stop is not None:
                 return await self.finish(stop)
             messages = list(self.history)
-            prompt_chars = _history.prompt_chars(messages)
+            prompt_chars = self.history_chars
             stop = _stopping.fits(budget, prompt_chars)  # B
             if stop is not None:
                 return await self.finish(stop)
@@ -242,43 +262,46 @@ class _Driver:
     async def call_model(self, messages: list[Message], prompt_chars: int) -> StopReason | None:
         """C — intent, model call; a failure is recorded as a step and stops ``llm_error``."""
         step_index = len(self.steps)
-        started = time.monotonic()
+        self.seam_seconds = 0.0
         await self.append(ModelCallIntent(step_index=step_index, prompt_chars=prompt_chars))
+        started = time.monotonic()
         try:
             reply = await self.seams.model.complete(messages)
         except Exception as exc:  # CancelledError is not an Exception: it propagates
-            step = self._step(None, prompt_chars, started)
+            self.seam_seconds += time.monotonic() - started
+            step = self._step(None, prompt_chars)
             return await self.record(step, model_error=f"{type(exc).__name__}: {exc}")
         if not isinstance(reply, ModelReply):
             raise TypeError(
                 f"ModelClient.complete must return a ModelReply, got {type(reply).__name__}"
             )
+        self.seam_seconds += time.monotonic() - started
         self.defer(ModelReplied(step_index=step_index, reply=reply))  # rides with the intent
-        return await self.decide(reply, prompt_chars, started)
+        return await self.decide(reply, prompt_chars)
 
-    async def decide(
-        self, reply: ModelReply, prompt_chars: int, started: float
-    ) -> StopReason | None:
+    async def decide(self, reply: ModelReply, prompt_chars: int) -> StopReason | None:
         """D, E, F — parse, then record an invalid decision or a final answer, or act."""
+        started = time.monotonic()
         decision = self.seams.parser.parse(reply)
+        self.seam_seconds += time.monotonic() - started
         if isinstance(decision, InvalidDecision):
-            return await self.record(self._step(reply, prompt_chars, started, error=decision))
+            return await self.record(self._step(reply, prompt_chars, error=decision))
         if isinstance(decision, FinalAnswer):
             self.final_answer = decision.text
-            return await self.record(self._step(reply, prompt_chars, started))
+            return await self.record(self._step(reply, prompt_chars))
         if isinstance(decision, Action):
             await self.append(ActionIntent(step_index=len(self.steps), action=decision))
-            return await self.act(reply, decision, prompt_chars, started)
+            return await self.act(reply, decision, prompt_chars)
         raise TypeError(
             "DecisionParser.parse must return Action, FinalAnswer or InvalidDecision, "
             f"got {type(decision).__name__}"
         )
 
-    async def act(
-        self, reply: ModelReply, action: Action, prompt_chars: int, started: float
-    ) -> StopReason | None:
+    async def act(self, reply: ModelReply, action: Action, prompt_chars: int) -> StopReason | None:
         """F — execute (the intent is already logged) and record the step unconditionally."""
+        started = time.monotonic()
         outcome = await self.seams.executor.execute(action)
+        self.seam_seconds += time.monotonic() - started
         if not isinstance(outcome, ActionOutcome) or not isinstance(outcome.status, ActionStatus):
             raise TypeError(
                 "ActionExecutor.execute must return an ActionOutcome with an ActionStatus, "
@@ -289,9 +312,7 @@ class _Driver:
             ActionStatus.NOT_EXECUTED: synthetic.not_executed,
             ActionStatus.ENV_ERROR: synthetic.env_error,
         }.get(outcome.status)
-        step = self._step(
-            reply, prompt_chars, started, action=action, outcome=outcome, synthetic=replaced
-        )
+        step = self._step(reply, prompt_chars, action=action, outcome=outcome, synthetic=replaced)
         # The executor's own text is kept for audit only when the library replaced it.
         return await self.record(
             step, executor_observation=outcome.observation if replaced is not None else None
@@ -301,7 +322,6 @@ class _Driver:
         self,
         reply: ModelReply | None,
         prompt_chars: int,
-        started: float,
         *,
         error: InvalidDecision | None = None,
         action: Action | None = None,
@@ -329,7 +349,7 @@ class _Driver:
             observation_truncated_chars=truncated,
             prompt_chars=prompt_chars,
             llm_call_id=said.call_id,
-            step_wall_ms=_ms_since(started),
+            step_wall_ms=int(self.seam_seconds * 1000),
             tool_name=action.tool_name if action is not None else None,
             tool_args_json=(
                 canonical_json(dict(action.tool_args))
@@ -357,7 +377,9 @@ class _Driver:
     def absorb(self, completed: StepCompleted) -> StopReason | None:
         """Fold a logged step into the state (live, or replaying a log on resume)."""
         self.steps.append(completed.step)
-        self.history.extend(_history.step_messages(completed))
+        told = _history.step_messages(completed)
+        self.history.extend(told)
+        self.history_chars += _history.prompt_chars(told)
         self.counters, stop = _stopping.settle(
             self.agent,
             self.counters,
@@ -405,6 +427,31 @@ class _Driver:
             raise
 
 
+# Each seam and the methods the loop calls on it; checked before any I/O.
+_SEAM_METHODS = {
+    "model": ("complete",),
+    "parser": ("parse",),
+    "executor": ("execute",),
+    "store": ("append", "read_log"),
+    "events": ("emit",),
+}
+
+
+def _check_seams(*, defaults: tuple[str, ...] = ("events",), **seams: object) -> None:
+    """A missing or wrong seam is a ``TypeError`` naming it, before anything is written.
+
+    The seams named in ``defaults`` may be ``None`` (the caller supplies the default).
+    """
+    for name, seam in seams.items():
+        if seam is None and name in defaults:
+            continue
+        for method in _SEAM_METHODS[name]:
+            if not callable(getattr(seam, method, None)):
+                raise TypeError(
+                    f"{name} must have a callable {method}() (got {type(seam).__name__})"
+                )
+
+
 def _check_goal(goal: object) -> str:
     if not isinstance(goal, str):
         raise TypeError(f"goal must be a str, got {type(goal).__name__}")
@@ -434,6 +481,14 @@ async def run(
     goal = _check_goal(goal)
     if not isinstance(agent, AgentDefinition):
         raise TypeError(f"agent must be an AgentDefinition, got {type(agent).__name__}")
+    _check_seams(
+        model=model,
+        parser=parser,
+        executor=executor,
+        store=store,
+        events=events,
+        defaults=("store", "events"),
+    )
     store = MemoryStore() if store is None else store
     existing = await store.read_log(run_id)
     if existing.records:
@@ -489,6 +544,7 @@ async def resume(
     validate_run_id(run_id)
     if not isinstance(agent, AgentDefinition):
         raise TypeError(f"agent must be an AgentDefinition, got {type(agent).__name__}")
+    _check_seams(model=model, parser=parser, executor=executor, store=store, events=events)
     log = await store.read_log(run_id)
     if not log.records:
         raise RunNotFound(f"run {run_id!r} has no log in {store!r}")
@@ -530,10 +586,10 @@ async def _continue(driver: _Driver, log: RunLog, stop: StopReason | None) -> Ru
         return await driver.iterate()
     if isinstance(last, RunStarted | ModelCallIntent):
         return await driver.iterate()  # A and B pass again: same counters, same history
-    prompt_chars = _history.prompt_chars(driver.history)
-    reply = log.replies[-1].reply
+    prompt_chars = driver.history_chars
+    reply = _logged_reply(driver.run_id, log)
     if isinstance(last, ModelReplied):
-        stop = await driver.decide(reply, prompt_chars, time.monotonic())
+        stop = await driver.decide(reply, prompt_chars)
     elif isinstance(last, ActionIntent):
         agent = driver.agent
         action = last.action
@@ -545,10 +601,22 @@ async def _continue(driver: _Driver, log: RunLog, stop: StopReason | None) -> Ru
         if not allowed:
             return await driver.finish(StopReason.RESUME_STATE_UNKNOWN)
         await driver.append(ActionIntent(step_index=last.step_index, action=action))
-        stop = await driver.act(reply, action, prompt_chars, time.monotonic())
+        stop = await driver.act(reply, action, prompt_chars)
     if stop is not None:
         return await driver.finish(stop)
     return await driver.iterate()
+
+
+def _logged_reply(run_id: str, log: RunLog) -> ModelReply:
+    """The reply the log's last record acts on: the step's ``ModelReplied``, which must exist."""
+    last = log.records[-1]
+    step_index = getattr(last, "step_index", None)
+    if not log.replies or log.replies[-1].step_index != step_index:
+        raise StoreCorrupted(
+            f"run {run_id!r}, sequence {len(log.records) - 1}: {last.kind} for step "
+            f"{step_index} has no model_replied record before it"
+        )
+    return log.replies[-1].reply
 
 
 def _reparse_final_answer(driver: _Driver, log: RunLog) -> str | None:

@@ -116,7 +116,7 @@ def _outcome_attributes(step: StepRecord) -> dict[str, AttributeValue]:
     return outcome
 
 
-def _token_count(usage: Mapping[str, int], keys: tuple[str, ...]) -> int | None:
+def _token_count(usage: Mapping[str, int | float], keys: tuple[str, ...]) -> int | None:
     """The first of ``keys`` that ``usage`` counts (providers name the same count differently)."""
     for key in keys:
         value = usage.get(key)
@@ -125,7 +125,7 @@ def _token_count(usage: Mapping[str, int], keys: tuple[str, ...]) -> int | None:
     return None
 
 
-def _usage_attributes(usage: Mapping[str, int]) -> dict[str, AttributeValue]:
+def _usage_attributes(usage: Mapping[str, int | float]) -> dict[str, AttributeValue]:
     counts = {
         "gen_ai.usage.input_tokens": _token_count(usage, _INPUT_TOKEN_KEYS),
         "gen_ai.usage.output_tokens": _token_count(usage, _OUTPUT_TOKEN_KEYS),

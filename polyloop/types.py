@@ -6,8 +6,9 @@ new major ``schema_version``. Records that hold mappings (``ModelReply.usage``,
 ``RunStarted.parameters``, ``Action.tool_args``) are not hashable.
 
 Only three constructors validate (raising ``ValueError`` naming the field): ``ModelReply``
-(``call_id=""``), ``Budget`` (a limit < 1) and ``Action`` (``tool_args`` not
-JSON-serialisable). Everything else is plain data; the contract kit checks types at the seams.
+(``call_id=""``, ``usage`` not mapping str to an int or a finite float), ``Budget`` (a limit
+< 1) and ``Action`` (``tool_args`` not JSON-serialisable). Everything else is plain data;
+the contract kit checks types at the seams.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
@@ -22,6 +24,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 from polyloop.tools import ToolRegistry
 
 __all__ = [
+    "MAX_NESTING",
     "SCHEMA_VERSION",
     "Action",
     "ActionIntent",
@@ -53,12 +56,52 @@ __all__ = [
 
 SCHEMA_VERSION = "1.0"
 
+# How deep tool arguments may nest ({} is one level). One limit for the parser, Action and the
+# record encoder, far below where Python's recursion (JSON encoding and decoding) gives out.
+MAX_NESTING = 100
+
+
+def nested_deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` holds mappings and lists more than ``limit`` levels deep (no recursion)."""
+    pending: list[tuple[object, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth == limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
+
 
 def canonical_json(value: object) -> str:
     """The one JSON encoding polyloop uses for records, ``tool_args_json`` and hashes."""
     return json.dumps(
         value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
     )
+
+
+def is_usage_number(value: object) -> bool:
+    """A usage value: an int or a finite float (a token count, a cost); never a bool."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def usage_problem(usage: object) -> str | None:
+    """What is wrong with a ``ModelReply.usage`` value, or ``None``."""
+    if not isinstance(usage, Mapping):
+        return f"must be a mapping of str to number, got {type(usage).__name__}"
+    for key, value in usage.items():
+        if not isinstance(key, str):
+            return f"keys must be str, got {type(key).__name__}"
+        if not is_usage_number(value):
+            return f"[{key!r}] must be an int or a finite float, got {value!r}"
+    return None
 
 
 def parameters_hash(parameters: Mapping[str, Any]) -> str:
@@ -116,9 +159,12 @@ class ModelReply:
     text: str
     reasoning: str = ""
     call_id: str | None = None
-    usage: Mapping[str, int] = field(default_factory=dict)
+    usage: Mapping[str, int | float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        problem = usage_problem(self.usage)
+        if problem is not None:
+            raise ValueError(f"ModelReply.usage {problem}")
         if self.call_id == "":
             raise ValueError(
                 "ModelReply.call_id must be None or a non-empty str, never '' "
@@ -146,6 +192,8 @@ class Action:
             raise ValueError(
                 f"Action.tool_args must be a mapping or None, got {type(self.tool_args).__name__}"
             )
+        if nested_deeper_than(self.tool_args, MAX_NESTING):
+            raise ValueError(f"Action.tool_args is nested deeper than {MAX_NESTING} levels")
         try:
             normalised = json.loads(canonical_json(dict(self.tool_args)))
         except (TypeError, ValueError) as exc:

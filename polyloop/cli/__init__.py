@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sqlite3
 import sys
 from collections.abc import Callable, Coroutine, Sequence
@@ -120,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
 async def _runs(args: argparse.Namespace, out: TextIO) -> int:
     store = _open_existing(args.store)
     try:
-        logs = [(run_id, await store.read_log(run_id)) for run_id in await store.run_ids()]
+        logs = [(run_id, await _read_or_reason(store, run_id)) for run_id in await store.run_ids()]
     finally:
         await _close(store)
     if not logs:
@@ -128,16 +129,32 @@ async def _runs(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     logs.sort(key=lambda item: (_started_at(item[1]), item[0]))
     rows = [("RUN ID", "STARTED AT", "STOP REASON", "STEPS")]
-    for run_id, log in logs:
-        stop = log.finished.stop_reason.value if log.finished is not None else "running"
-        rows.append((run_id, _started_at(log) or "?", stop, str(len(log.steps))))
+    rows.extend(_runs_row(run_id, log) for run_id, log in logs)
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for run_id, started_at, stop, steps in rows:
         print(
             f"{run_id:<{widths[0]}}  {started_at:<{widths[1]}}  {stop:<{widths[2]}}  {steps:>5}",
             file=out,
         )
+    for run_id, log in logs:  # after the table, so the table stays one block
+        if isinstance(log, str):
+            print(f"polyloop: warning: run {run_id} is unreadable: {log}", file=sys.stderr)
     return 0
+
+
+async def _read_or_reason(store: RunStore, run_id: str) -> RunLog | str:
+    """The run's log, or why it cannot be read: one damaged run must not hide the others."""
+    try:
+        return await store.read_log(run_id)
+    except (PolyloopError, ValueError) as exc:
+        return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _runs_row(run_id: str, log: RunLog | str) -> tuple[str, str, str, str]:
+    if isinstance(log, str):
+        return (run_id, "?", "unreadable", "?")
+    stop = log.finished.stop_reason.value if log.finished is not None else "running"
+    return (run_id, _started_at(log) or "?", stop, str(len(log.steps)))
 
 
 async def _show(args: argparse.Namespace, out: TextIO) -> int:
@@ -183,7 +200,9 @@ async def _close(store: RunStore) -> None:
         await aclose()
 
 
-def _started_at(log: RunLog) -> str:
+def _started_at(log: RunLog | str) -> str:
+    if isinstance(log, str):  # unreadable: sorted first, its start time unknown
+        return ""
     return log.started.started_at if log.started is not None else ""
 
 
@@ -223,6 +242,19 @@ def _step_summary(step: StepRecord, model_error: str | None) -> tuple[str, str]:
 
 
 def _excerpt(text: str, limit: int) -> str:
-    """One line: newlines shown as ``\\n``, at most ``limit`` characters (``...`` marks a cut)."""
-    flat = text.replace("\r\n", "\n").replace("\n", "\\n").replace("\t", " ")
+    """One line: newlines shown as ``\\n``, at most ``limit`` characters (``...`` marks a cut).
+
+    Model and tool text is untrusted: every other control character (C0, DEL, C1: ``\\x1b[2J``
+    would clear the screen, ``\\r`` overwrite the line) is shown escaped, never sent raw.
+    """
+    flat = _CONTROL.sub(_escaped, text.replace("\r\n", "\n").replace("\t", " "))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\r": "\\r"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    return _NAMED.get(char, f"\\x{ord(char):02x}")

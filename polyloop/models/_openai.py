@@ -6,23 +6,24 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from polyloop.types import Message, ModelReply
+from polyloop.types import Message, ModelReply, is_usage_number
 
 _INSTALL_HINT = "OpenAIChatModel needs the openai client: pip install 'polyloop[openai]'"
 
 
-def _int_usage(usage: object) -> dict[str, int]:
-    """The integer counters of a usage object (nested details are flattened with a dot)."""
+def _numeric_usage(usage: object) -> dict[str, int | float]:
+    """The numbers of a usage object — token counts and a ``cost`` when the endpoint sends one
+    (nested details are flattened with a dot; anything else is dropped)."""
     if usage is None:
         return {}
     raw = usage.model_dump() if hasattr(usage, "model_dump") else dict(vars(usage))
-    flat: dict[str, int] = {}
+    flat: dict[str, int | float] = {}
     for key, value in raw.items():
-        if isinstance(value, int) and not isinstance(value, bool):
+        if is_usage_number(value):
             flat[key] = value
         elif isinstance(value, Mapping):
             for sub, inner in value.items():
-                if isinstance(inner, int) and not isinstance(inner, bool):
+                if is_usage_number(inner):
                     flat[f"{key}.{sub}"] = inner
     return flat
 
@@ -35,7 +36,7 @@ class OpenAIChatModel:
     sends none or an empty one — never ``""``). ``reasoning`` is taken from a
     ``reasoning_content`` or ``reasoning`` field when the endpoint sends one. The client is
     created lazily, per event loop, so one model object can serve successive ``asyncio.run``
-    calls. ``messages`` is never mutated.
+    calls; ``aclose()`` (or ``async with``) closes it. ``messages`` is never mutated.
     """
 
     def __init__(
@@ -68,6 +69,7 @@ class OpenAIChatModel:
         if self._client is None or self._loop is not loop:
             from openai import AsyncOpenAI
 
+            # A client of an earlier loop cannot be closed from this one: it is dropped.
             self._client = AsyncOpenAI(
                 base_url=self.base_url,
                 api_key=self.api_key,
@@ -94,8 +96,22 @@ class OpenAIChatModel:
             text=message.content or "",
             reasoning=reasoning if isinstance(reasoning, str) else "",
             call_id=response.id or None,
-            usage=_int_usage(response.usage),
+            usage=_numeric_usage(response.usage),
         )
+
+    async def aclose(self) -> None:
+        """Close the client of the running event loop. The model may be used again (it makes a
+        new client); a client left from an earlier, finished loop is dropped, not closed."""
+        client, loop = self._client, self._loop
+        self._client, self._loop = None, None
+        if client is not None and loop is asyncio.get_running_loop():
+            await client.close()
+
+    async def __aenter__(self) -> OpenAIChatModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model!r}, base_url={self.base_url!r})"

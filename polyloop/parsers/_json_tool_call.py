@@ -10,12 +10,14 @@ from typing import Any
 
 from polyloop.parsers._fences import scan_fences
 from polyloop.types import (
+    MAX_NESTING,
     Action,
     FinalAnswer,
     InvalidDecision,
     ModelReply,
     ParsedReply,
     canonical_json,
+    nested_deeper_than,
 )
 
 __all__ = ["JsonToolCallParser"]
@@ -47,6 +49,12 @@ class _Decoded:
     error: str | None = None
 
 
+def _unwritable(exc: ValueError) -> str:
+    if "Out of range float" in str(exc):  # e.g. 1e400, which Python reads as inf
+        return "A number in the arguments is out of range (not a finite number); use a smaller one."
+    return f"The arguments cannot be written as JSON: {exc}."
+
+
 def _position(text: str, pos: int) -> str:
     line = text.count("\n", 0, pos) + 1
     column = pos - (text.rfind("\n", 0, pos) + 1) + 1
@@ -62,7 +70,7 @@ def _decode(document: str, text: str, offset: int) -> _Decoded:
     except json.JSONDecodeError as exc:
         return _Decoded(error=f"{exc.msg} at {_position(text, offset + exc.pos)}")
     except RecursionError:
-        return _Decoded(error="the JSON is nested too deeply")
+        return _Decoded(error=f"the JSON is nested deeper than {MAX_NESTING} levels")
     except ValueError as exc:  # e.g. an integer longer than Python's digit limit
         return _Decoded(error=str(exc))
 
@@ -258,14 +266,18 @@ class JsonToolCallParser:
                 return self._invalid(
                     f'"{present[0]}" must be a JSON object of named arguments, got {_shown(args)}.'
                 )
+        if nested_deeper_than(args, MAX_NESTING):
+            return self._invalid(
+                f"The arguments are nested deeper than {MAX_NESTING} levels; flatten them."
+            )
         try:
             return Action(
                 text=canonical_json({"tool": name, "arguments": args}),
                 tool_name=name,
                 tool_args=args,
             )
-        except (ValueError, RecursionError):
-            return self._invalid("The arguments are nested too deeply.")
+        except ValueError as exc:  # within the depth limit: a number JSON cannot hold
+            return self._invalid(_unwritable(exc))
 
     def _invalid(self, problem: str) -> InvalidDecision:
         return InvalidDecision(feedback=f"{problem} {self._format}")

@@ -7,18 +7,21 @@ from collections.abc import Sequence
 
 from polyloop._closing import AsyncClosing
 from polyloop._run_id import validate_run_id
-from polyloop.stores._rules import check_append_many, check_batch, check_record
+from polyloop.stores._rules import check_append_many, check_batch, check_record, decode_log
 from polyloop.types import Record, RunFinished, RunLog
 
 
 class MemoryStore(AsyncClosing):
-    """An in-process store. Records are immutable, so they are kept as given (no copy).
+    """An in-process store that keeps each record as its canonical JSON text.
 
-    Nothing loop-bound is created, so one store can be used from successive event loops.
+    Every record goes through the same encoding and decoding as in the durable stores, so a
+    record that cannot be written or read back fails here exactly as it would on disk: no test
+    passes on memory and fails on SQLite. Nothing loop-bound is created, so one store can be
+    used from successive event loops.
     """
 
     def __init__(self) -> None:
-        self._logs: dict[str, list[Record]] = {}
+        self._logs: dict[str, list[tuple[int, str, str]]] = {}  # (sequence, kind, body) rows
 
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         check_record(run_id, record, sequence)
@@ -26,18 +29,20 @@ class MemoryStore(AsyncClosing):
 
     async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
         batch = check_batch(run_id, records, sequence)
+        # Encoded first, as the durable stores do: a record that cannot be encoded writes nothing.
+        rows = [(sequence + n, record.kind, record.to_json()) for n, record in enumerate(batch)]
         # No await between the check and the write: the event loop cannot interleave another
         # append here, so the check-then-write is atomic without a lock.
         log = self._logs.get(run_id, [])
-        finished = bool(log) and isinstance(log[-1], RunFinished)
+        finished = bool(log) and log[-1][1] == RunFinished.kind
         check_append_many(run_id, batch, sequence=sequence, length=len(log), finished=finished)
-        log.extend(batch)
+        log.extend(rows)
         self._logs[run_id] = log
 
     async def read_log(self, run_id: str) -> RunLog:
         validate_run_id(run_id)
         await asyncio.sleep(0)  # a real suspension point, like every other store
-        return RunLog(tuple(self._logs.get(run_id, ())))
+        return decode_log(run_id, self._logs.get(run_id, ()), where=repr(self))
 
     async def run_ids(self) -> list[str]:
         return sorted(self._logs)

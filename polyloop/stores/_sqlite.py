@@ -100,6 +100,7 @@ class SQLiteStore(AsyncClosing):
         self._conn_pid = 0
         self._worker_lock = threading.Lock()  # guards the worker's creation
         self._worker: _Worker | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None  # one per store, not per reopen
         # run id -> the length this process last committed for it (unfinished runs only);
         # read and written on the worker thread under self._lock.
         self._lengths: dict[str, int] = {}
@@ -163,7 +164,10 @@ class SQLiteStore(AsyncClosing):
             if self._worker is None or self._worker.pid != os.getpid():
                 # A worker inherited through fork() has no thread in this process: make one.
                 self._worker = _Worker()
-                weakref.finalize(self, self._worker.stop)  # a store never closed: end it too
+                if self._finalizer is not None:  # the previous worker is closed or not ours
+                    self._finalizer.detach()
+                # A store never closed: end its worker too.
+                self._finalizer = weakref.finalize(self, self._worker.stop)
             worker = self._worker
         return await worker.call(call, *args)
 

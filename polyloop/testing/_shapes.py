@@ -23,6 +23,7 @@ from polyloop.types import (
     InvalidDecision,
     ModelReply,
     RunLog,
+    usage_problem,
 )
 
 _MISSING = object()
@@ -93,11 +94,11 @@ def action_outcome_problems(value: object, where: str = "outcome") -> list[str]:
 
 
 def _is_usage(v: object) -> bool:
-    return isinstance(v, Mapping) and all(_is_str(k) and _is_int(n) for k, n in v.items())
+    return usage_problem(v) is None
 
 
 def model_reply_problems(value: object, where: str = "reply") -> list[str]:
-    """``ModelReply`` with str text and reasoning, ``call_id`` None or non-empty, str→int usage."""
+    """``ModelReply``: str text and reasoning, ``call_id`` None or non-empty, str→number usage."""
     return _check_fields(
         where,
         value,
@@ -106,7 +107,7 @@ def model_reply_problems(value: object, where: str = "reply") -> list[str]:
             "text": (_is_str, "a str"),
             "reasoning": (_is_str, "a str"),
             "call_id": (lambda v: v is None or (_is_str(v) and v != ""), "None or a non-empty str"),
-            "usage": (_is_usage, "a mapping of str to int"),
+            "usage": (_is_usage, "a mapping of str to int or finite float"),
         },
     )
 

@@ -88,6 +88,7 @@ __all__ = [
     "texts",
     "timestamps",
     "tools",
+    "usage_numbers",
 ]
 
 MAX_INT = 2**63 - 1
@@ -211,14 +212,19 @@ def messages() -> st.SearchStrategy[Message]:
     )
 
 
+def usage_numbers() -> st.SearchStrategy[int | float]:
+    """What ``ModelReply.usage`` holds: token counts, and finite floats such as a cost."""
+    return st.one_of(counts(), st.floats(allow_nan=False, allow_infinity=False))
+
+
 def model_replies(*, max_text_size: int = _SHORT) -> st.SearchStrategy[ModelReply]:
-    """Any reply: nasty text and reasoning, ``call_id`` ``None`` or non-empty, usage counts."""
+    """Any reply: nasty text and reasoning, ``call_id`` ``None`` or non-empty, counts and costs."""
     return st.builds(
         ModelReply,
         text=texts(max_size=max_text_size),
         reasoning=texts(),
         call_id=st.one_of(st.none(), non_empty_texts()),
-        usage=st.dictionaries(texts(max_size=12), counts(), max_size=3),
+        usage=st.dictionaries(texts(max_size=12), usage_numbers(), max_size=3),
     )
 
 
@@ -396,13 +402,45 @@ def synthetic_observations() -> st.SearchStrategy[SyntheticObservations]:
     return st.builds(SyntheticObservations, not_executed=texts(), env_error=texts())
 
 
+# Argument schemas as the ecosystem writes them (pydantic, MCP servers): each one valid, so a
+# Tool built from it is valid with or without the ``schema`` extra's full validator.
+_LEAF_SCHEMAS: tuple[dict[str, Any], ...] = (
+    {},
+    {"type": "string"},
+    {"type": "string", "minLength": 1, "maxLength": 64},
+    {"type": "integer", "minimum": 0, "maximum": 100},
+    {"type": "number", "exclusiveMinimum": 0},
+    {"type": "boolean"},
+    {"type": "null"},
+    {"enum": ["a", "b", 3, None]},
+    {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+    {"type": "array", "items": {"type": "integer"}, "maxItems": 3},
+    {"$ref": "#/$defs/Colour"},
+)
+
+
+def _tool_parameters() -> st.SearchStrategy[dict[str, Any]]:
+    properties = st.dictionaries(texts(max_size=10), st.sampled_from(_LEAF_SCHEMAS), max_size=4)
+
+    def schema(props: dict[str, Any], required: bool) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": props,
+            "required": sorted(props) if required else [],
+            "$defs": {"Colour": {"enum": ["red", "green"]}},
+        }
+
+    return st.builds(schema, properties, st.booleans())
+
+
 def tools() -> st.SearchStrategy[Tool]:
-    """A tool as an agent describes it: any name (never ``""``), description and JSON schema."""
+    """A tool as an agent describes it: any name (never ``""``) and description, and a valid
+    JSON schema as pydantic or an MCP server writes one (``$ref``, ``anyOf``, bounds, enums)."""
     return st.builds(
         Tool,
         name=non_empty_texts(max_size=20),
         description=texts(),
-        parameters=json_objects(),
+        parameters=_tool_parameters(),
         completion_marker=st.booleans(),
         replayable=st.sampled_from((None, True, False)),
     )

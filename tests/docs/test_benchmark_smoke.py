@@ -79,3 +79,15 @@ def test_the_loop_benchmark_prints_ms_per_step_growth_and_the_floor(tmp_path: Pa
     assert re.search(r"^two-fsync floor ms/step: \d+\.\d{3}$", out, flags=re.M), out
     assert re.search(r"^targets \(.*\): (met|NOT met)$", out, flags=re.M), out
     assert list(tmp_path.iterdir()) == []  # its temporary files are gone
+
+
+def test_the_long_run_benchmark_prints_us_per_step_and_growth() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "long_runs.py"), "--steps", "4", "8",
+         "--rounds", "1"],
+        capture_output=True, text=True, timeout=120, check=True, cwd=ROOT,
+    ).stdout  # fmt: skip
+
+    for steps in (4, 8):
+        assert re.search(rf"^\s+{steps}\s+\d+\.\d\s+\d+\.\d\d$", out, flags=re.M), out
+    assert re.search(r"^growth 8/4: \d+\.\d\d$", out, flags=re.M), out

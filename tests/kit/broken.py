@@ -264,10 +264,10 @@ class ReturnsRawText(ReferenceModel):
         return (await super().complete(messages)).text
 
 
-class UsageWithFloats(ReferenceModel):
+class UsageNotFinite(ReferenceModel):
     async def complete(self, messages: Any) -> ModelReply:
         reply = await super().complete(messages)
-        object.__setattr__(reply, "usage", {"total_tokens": 12.5})
+        object.__setattr__(reply, "usage", {"cost": float("nan")})  # floats are fine, NaN is not
         return reply
 
 
@@ -456,12 +456,12 @@ class SecondStartReplacesLog(MemoryStore):
 class AppendsAfterFinish(MemoryStore):
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         log = self._logs.get(run_id, [])
-        if log and log[-1].kind == "run_finished" and record.kind != "run_started":
+        if log and log[-1][1] == "run_finished" and record.kind != "run_started":
             if sequence != len(log):
                 from polyloop.errors import RunConflict
 
                 raise RunConflict("wrong sequence")
-            log.append(record)
+            log.append((sequence, record.kind, record.to_json()))
             return
         await super().append(run_id, record, sequence=sequence)
 
@@ -690,7 +690,7 @@ class FinishedBeforeExists(MemoryStore):
 
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         log = self._logs.get(run_id, [])
-        if log and isinstance(log[-1], RunFinished):
+        if log and log[-1][1] == RunFinished.kind:
             raise RunAlreadyFinished(f"run {run_id!r} is finished")
         await super().append(run_id, record, sequence=sequence)
 
@@ -719,10 +719,10 @@ class FenceKeyedByTruncatedRunId(MemoryStore):
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         check_record(run_id, record, sequence)
         log = self._logs.get(run_id, [])
-        finished = bool(log) and isinstance(log[-1], RunFinished)
+        finished = bool(log) and log[-1][1] == RunFinished.kind
         length = self._lengths.get(run_id[:32], 0)
         check_append(run_id, record, sequence=sequence, length=length, finished=finished)
-        log.append(record)
+        log.append((sequence, record.kind, record.to_json()))
         self._logs[run_id] = log
         self._lengths[run_id[:32]] = len(log)
 
@@ -739,7 +739,7 @@ class ForgetsAFinishAfterAnotherRunsAppend(MemoryStore):
         log = self._logs.get(run_id, [])
         finished = run_id == self._finished_run
         check_append(run_id, record, sequence=sequence, length=len(log), finished=finished)
-        log.append(record)
+        log.append((sequence, record.kind, record.to_json()))
         self._logs[run_id] = log
         self._finished_run = run_id if isinstance(record, RunFinished) else None
 
@@ -748,7 +748,7 @@ class ListsOnlyUnfinishedRuns(MemoryStore):
     """Lists runs from an index of active runs: a finished run disappears from run_ids()."""
 
     async def run_ids(self) -> list[str]:
-        return sorted(r for r, log in self._logs.items() if not isinstance(log[-1], RunFinished))
+        return sorted(r for r, log in self._logs.items() if log[-1][1] != RunFinished.kind)
 
 
 # --------------------------------------------------------------------------- run store batches
@@ -784,4 +784,7 @@ class BatchWrittenBackwards(MemoryStore):
             return
         await MemoryStore.append_many(self, run_id, records, sequence=sequence)
         log = self._logs[run_id]
-        log[sequence:] = reversed(log[sequence:])
+        rows = log[sequence:]  # the records reversed, each at the other's sequence
+        log[sequence:] = [
+            (n, kind, body) for (n, _, _), (_, kind, body) in zip(rows, rows[::-1], strict=True)
+        ]

@@ -112,7 +112,7 @@ MATRIX: dict[str, SeamMatrix] = {
             # Each promise checks its own field: one wrong field is not three violations.
             _b("EmptyCallId", "call_id_is_never_empty_string returns_a_model_reply"),
             _b("ReturnsRawText", "returns_a_model_reply"),
-            _b("UsageWithFloats", "returns_a_model_reply"),
+            _b("UsageNotFinite", "returns_a_model_reply"),
             _b("ModelSwallowsCancellation", "cancellation_propagates"),
         ),
     ),

@@ -1,5 +1,5 @@
 """One type error in a ``ModelReply`` is one violated promise: each promise checks its own field
-(issue #9: a float in ``usage`` showed under three unrelated promises)."""
+(issue #9: a wrong ``usage`` value showed under three unrelated promises)."""
 
 from __future__ import annotations
 
@@ -13,18 +13,18 @@ from polyloop.types import Message, ModelReply
 from tests.kit.broken import MODEL_SAMPLES
 
 
-class FloatUsageModel:
-    """A client whose reply was patched after construction: ``usage`` holds a float."""
+class NotFiniteUsageModel:
+    """A client whose reply was patched after construction: ``usage`` holds a NaN."""
 
     async def complete(self, messages: Sequence[Message]) -> ModelReply:
         reply = ModelReply(text="hello", call_id="c1")
-        object.__setattr__(reply, "usage", {"prompt_tokens": 1.5})
+        object.__setattr__(reply, "usage", {"cost": float("nan")})
         return reply
 
 
 def run_promise(name: str) -> None:
     method = getattr(ModelClientContract, name)
-    asyncio.run(method(ModelClientContract(), FloatUsageModel(), MODEL_SAMPLES))
+    asyncio.run(method(ModelClientContract(), NotFiniteUsageModel(), MODEL_SAMPLES))
 
 
 def test_the_whole_shape_is_the_promise_of_returns_a_model_reply() -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,7 @@ from polyloop.testing._shapes import (
     model_reply_problems,
     parsed_reply_problems,
 )
+from polyloop.tools import Tool
 from polyloop.types import (
     RECORD_TYPES,
     AgentDefinition,
@@ -185,3 +187,13 @@ def test_agents_results_and_logs_are_valid_values(
     assert (result.final_answer is not None) == (result.stop_reason is StopReason.AGENT_FINISHED)
     assert result.stop_reason is not StopReason.CANCELLED
     assert log.records == () or isinstance(log.started, RunStarted)
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(tool=pst.tools())
+def test_tools_carry_schemas_the_full_validator_accepts(tool: Tool) -> None:
+    """With the ``schema`` extra, ``Tool`` refuses an invalid JSON Schema: the strategy must
+    not draw one (it drew arbitrary JSON objects, and ``{"required": {...}}`` broke a draw)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.Draft202012Validator.check_schema(tool.parameters)
+    assert tool.parameters["type"] == "object"

@@ -144,6 +144,59 @@ async def test_a_server_error_surfaces_as_llm_error_in_a_run(endpoint: FakeEndpo
     assert len(endpoint.requests) == 1
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize("status", [429, 500])
+async def test_max_retries_repeats_a_retryable_failure_then_the_reply_counts(
+    endpoint: FakeEndpoint, status: int
+) -> None:
+    error = {"error": {"message": "busy", "type": "server_error"}}
+    endpoint.responses += [(status, error), (status, error), (200, completion("third time"))]
+    model = OpenAIChatModel("m", base_url=endpoint.base_url, api_key="k", max_retries=2)
+
+    reply = await model.complete([polyloop.Message(role="user", content="hi")])
+    await model.aclose()
+
+    assert reply.text == "third time"
+    assert len(endpoint.requests) == 3  # one attempt and the two retries docs/reference says
+
+
+@pytest.mark.asyncio
+async def test_a_client_error_is_not_retried(endpoint: FakeEndpoint) -> None:
+    endpoint.responses.append((400, {"error": {"message": "bad", "type": "invalid_request"}}))
+    model = OpenAIChatModel("m", base_url=endpoint.base_url, api_key="k", max_retries=2)
+
+    with pytest.raises(Exception, match="bad"):
+        await model.complete([polyloop.Message(role="user", content="hi")])
+    await model.aclose()
+
+    assert len(endpoint.requests) == 1
+
+
 def test_bad_model_names_are_rejected_before_any_request() -> None:
     with pytest.raises(ValueError, match="model"):
         OpenAIChatModel("")
+
+
+@pytest.mark.asyncio
+async def test_async_with_closes_the_client_it_made(endpoint: FakeEndpoint) -> None:
+    endpoint.responses.append((200, completion("hi")))
+    async with OpenAIChatModel("m", base_url=endpoint.base_url, api_key="k") as model:
+        await model.complete([polyloop.Message(role="user", content="x")])
+        client = model._client
+        assert not client.is_closed()
+
+    assert client.is_closed()
+
+
+@pytest.mark.asyncio
+async def test_a_cost_in_the_usage_is_kept(endpoint: FakeEndpoint) -> None:
+    body = completion("hi")
+    body["usage"] = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10, "cost": 1e-4}
+    endpoint.responses.append((200, body))
+    model = OpenAIChatModel("m", base_url=endpoint.base_url, api_key="k")
+
+    reply = await model.complete([polyloop.Message(role="user", content="x")])
+    await model.aclose()
+
+    assert reply.usage["cost"] == 1e-4
+    assert reply.usage["total_tokens"] == 10

@@ -138,7 +138,7 @@ def test_the_final_answer_key_is_configurable_and_can_be_disabled():
         ('{"final_answer": 42}', '"final_answer" must be a string, got 42'),
         ('{"final_answer": " "}', '"final_answer" is empty'),
         ("{" * 10_000, "Your JSON is invalid"),
-        ('{"a":' * 5_000, "nested too deeply"),
+        ('{"a":' * 5_000, "nested deeper than 100 levels"),
         ("{x} " * 100, "more than 64 {...} groups"),
     ],
 )

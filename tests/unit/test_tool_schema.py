@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from polyloop import Action, ActionStatus, Tool, ToolRegistry
+from polyloop import MAX_NESTING, Action, ActionStatus, Tool, ToolRegistry
 from polyloop import _schema as schema_module
 from polyloop._schema import BUILTIN_KEYWORDS, INSTALL_HINT, check_schema, validate
 from polyloop.executors import ToolExecutor
@@ -296,11 +297,31 @@ async def test_a_recursive_schema_validates_every_level_of_the_arguments():
 
 
 @pytest.mark.asyncio
+async def test_the_deepest_arguments_an_action_holds_are_validated_at_every_level():
+    calls: list[dict[str, Any]] = []
+    executor = executor_for(TREE, calls)
+    depth = (MAX_NESTING - 2) // 2  # each tree level is an object and a list
+    good = {"root": nested_tree(depth, {"label": "leaf"})}
+    bad = {"root": nested_tree(depth, {"label": 7})}  # wrong only at the bottom
+    assert (await call(executor, good)).status is ActionStatus.EXECUTED
+    refused = await call(executor, bad)
+    assert refused.status is ActionStatus.NOT_EXECUTED
+    assert "is not of type 'string'" in refused.observation
+    assert calls == [good]
+
+
+@pytest.mark.asyncio
 async def test_arguments_too_deep_to_validate_are_not_executed_instead_of_crashing():
     calls: list[dict[str, Any]] = []
     executor = executor_for(TREE, calls)
-    deep = {"root": nested_tree(300, {"label": "leaf"})}  # canonical JSON takes it; the
-    outcome = await call(executor, deep)  # validator's recursion does not
+    deep = {"root": nested_tree((MAX_NESTING - 2) // 2, {"label": "leaf"})}
+    action = Action(text="t", tool_name="t", tool_args=deep)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 150)  # called with little stack left
+    try:
+        outcome = await executor.execute(action)
+    finally:
+        sys.setrecursionlimit(limit)
     assert outcome.status is ActionStatus.NOT_EXECUTED
     assert "nest too deeply to be validated" in outcome.observation
     assert calls == []
