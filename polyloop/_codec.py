@@ -52,15 +52,20 @@ def _field_names(cls: type) -> tuple[str, ...]:
 _RECORD_LEVELS = 3
 
 
+# Exact types returned as they are, checked first: most of a record is plain str and int.
+_PLAIN_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _jsonable(value: object, depth: int = 0) -> object:
-    if isinstance(value, str | int | float | None):  # the leaves first; an enum is a str
+    kind = type(value)
+    if kind in _PLAIN_LEAVES:
+        return value
+    if isinstance(value, str | int | float):  # an enum (StopReason is a str), or a subclass
         return value.value if isinstance(value, enum.Enum) else value
     if depth > MAX_NESTING + _RECORD_LEVELS:
         raise ValueError(f"record is nested deeper than {MAX_NESTING} levels")
-    if hasattr(value, "__dataclass_fields__"):
-        return {
-            name: _jsonable(getattr(value, name), depth + 1) for name in _field_names(type(value))
-        }
+    if kind in _FIELD_NAMES or hasattr(value, "__dataclass_fields__"):
+        return {name: _jsonable(getattr(value, name), depth + 1) for name in _field_names(kind)}
     if isinstance(value, dict | Mapping):  # dict first: the ABC check is slow
         return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
