@@ -91,3 +91,16 @@ def test_the_long_run_benchmark_prints_us_per_step_and_growth() -> None:
     for steps in (4, 8):
         assert re.search(rf"^\s+{steps}\s+\d+\.\d\s+\d+\.\d\d$", out, flags=re.M), out
     assert re.search(r"^growth 8/4: \d+\.\d\d$", out, flags=re.M), out
+
+
+def test_the_conformance_times_benchmark_times_each_implementation_alone() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "conformance_times.py"),
+         "tests/contract/test_null_sink_contract.py",
+         "tests/contract/test_memory_sink_contract.py"],
+        capture_output=True, text=True, timeout=300, check=True, cwd=ROOT,
+    ).stdout  # fmt: skip
+
+    assert len(re.findall(r"^\s+\d+\.\d s  \S+  \(\d+ tests, exit 0\)$", out, flags=re.M)) == 2, out
+    assert re.search(r"^implementations: 2, sum \d+\.\d s, whole job", out, flags=re.M), out
+    assert re.search(r"^target: each under 10 s: slowest \d+\.\d s, (met|NOT met)$", out, re.M), out
