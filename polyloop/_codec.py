@@ -73,11 +73,40 @@ def _jsonable(value: object, depth: int = 0) -> object:
     return value
 
 
+def _plain(value: object) -> object:
+    """``json``'s ``default`` hook: a dataclass or a mapping as a dict; the C encoder does the
+    rest (strings, numbers, lists, and a ``StrEnum`` as the string it is)."""
+    kind = type(value)
+    if kind in _FIELD_NAMES or hasattr(value, "__dataclass_fields__"):
+        return {name: getattr(value, name) for name in _field_names(kind)}
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, enum.Enum):
+        return value.value
+    raise TypeError(f"{kind.__name__} is not JSON serialisable")
+
+
+# canonical_json's settings, with the walk over dataclasses done by the C encoder.
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_plain
+)
+
+
 def record_to_json(record: Record) -> str:
-    """See ``Record.to_json()`` (the public name)."""
-    body = _jsonable(record)
-    assert isinstance(body, dict)
-    return canonical_json({"kind": record.kind, **body})
+    """See ``Record.to_json()`` (the public name).
+
+    Every record but ``RunStarted`` holds user data whose depth its own type already bounds
+    (``Action.tool_args``, ``ModelReply.usage``): it is encoded in one pass of the C encoder,
+    the hot path of every commit. ``RunStarted`` carries the agent's parameters — tool schemas
+    of any depth — through the walk that counts levels and refuses more than ``MAX_NESTING``.
+    """
+    if isinstance(record, RunStarted):
+        body = _jsonable(record)
+        assert isinstance(body, dict)
+        return canonical_json({"kind": record.kind, **body})
+    fields = _plain(record)
+    assert isinstance(fields, dict)
+    return _ENCODER.encode({"kind": record.kind, **fields})
 
 
 class _Decoder:

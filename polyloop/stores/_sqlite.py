@@ -63,6 +63,14 @@ _RECORD_COLUMNS = {"run_id", "sequence", "kind", "body"}
 _INSERT = "INSERT INTO polyloop_records (run_id, sequence, kind, body) VALUES (?, ?, ?, ?)"
 _Rows = list[tuple[str, int, str, str]]
 
+# Pages of a new store. Every commit rewrites the pages it touches into the WAL, and an action
+# step's two commits append a few records at the end of the log: 1 KiB pages made a commit of
+# two records (1.5 KB and 140 B) 285 us instead of 375 us with SQLite's default 4 KiB (write +
+# fsync of 1 KB alone: 222 us) on the development VM (docs/design/0003). Reads (resume, the
+# CLI) follow a few more pages per large record; they are off the hot path. A store created
+# with another page size keeps it.
+PAGE_SIZE = 1024
+
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _DEFAULT_BUSY_TIMEOUT_S = 60.0
 
@@ -291,8 +299,11 @@ class SQLiteStore(AsyncClosing):
             if not fresh and self._validate(conn) == "ours":
                 _set_durability(conn)
                 return
-            # A missing or empty file, or an SQLite database with no schema at all. WAL is set
-            # before the tables are made so the new file never exists in rollback-journal mode.
+            # A missing or empty file, or an SQLite database with no schema at all. The page
+            # size must be set before the file's first page is written (a no-op on a database
+            # that already has pages); WAL before the tables are made, so the new file never
+            # exists in rollback-journal mode.
+            conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
             _set_durability(conn)
             conn.execute("BEGIN IMMEDIATE")
             try:
