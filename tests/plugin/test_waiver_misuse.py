@@ -152,3 +152,25 @@ def test_a_blank_reason_in_the_ini_is_blamed_on_its_line(project: Project) -> No
     assert run.ret == 4, run.output
     [line] = lines_naming(run.output, "pyproject.toml:4:")
     assert line == f"pyproject.toml:4: polyloop_waive: good {FIVE_FIELDS}: a waiver needs a reason"
+
+
+@pytest.mark.skipif(int(pytest.__version__.split(".")[0]) >= 9, reason="pytest >= 9 refuses it")
+def test_a_blank_reason_in_the_pytest_8_marker_is_a_usage_error_naming_the_conftest(
+    project: Project,
+) -> None:
+    project.conftest(
+        "tests",
+        f"""\
+        @pytest.fixture
+        @pytest.mark.polyloop_seam(
+            "action_executor", samples="samples", waive={{"{FIVE_FIELDS}": ""}}
+        )
+        def marked():
+            return SandboxExecutor()
+        """,
+    )
+    run = project.run()
+    assert run.ret == 4, run.output
+    [line] = lines_naming(run.output, "tests/conftest.py:")
+    assert f"marked: waive['{FIVE_FIELDS}']: a waiver needs a reason" in line
+    no_traceback(run.output)
