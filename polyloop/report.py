@@ -119,6 +119,10 @@ def _object(value: object) -> bool:
     return isinstance(value, dict)
 
 
+def _count_of_reruns(value: object) -> bool:
+    return _number(value) and isinstance(value, int) and value >= 1
+
+
 # What the readers rely on, checked in this order: first the keys diffs and baselines use,
 # then what the renderers print (so a baseline is refused for its keys before anything else).
 _KEYS: tuple[Check, ...] = (("id", _text, "a string"),)
@@ -135,8 +139,9 @@ _PROMISE_RENDERED: tuple[Check, ...] = (
     ("nodeid", _text, "a string"),
     ("promise", _text, "a string"),
     *((name, _text_or_null, "a string or null") for name in _NULLABLE_TEXTS),
+    ("reruns", _count_of_reruns, "a whole number of at least 1"),
 )
-_OPTIONAL = frozenset({"source", "missing", "teardown_errors", *_NULLABLE_TEXTS})
+_OPTIONAL = frozenset({"source", "missing", "teardown_errors", "reruns", *_NULLABLE_TEXTS})
 
 
 def _field_problem(entry: Mapping[str, Any], checks: tuple[Check, ...]) -> str | None:
@@ -255,7 +260,33 @@ def render_text(report: Mapping[str, Any]) -> str:
                 lines.extend(_indent(promise["detail"], "      "))
             if outcome in ("violated", "stale_waiver", "pending"):
                 lines.append(f"      rerun: pytest --polyloop-conformance '{_suite_of(promise)}'")
+    reran = _reran(report)
+    if reran:
+        lines += ["", f"{_reruns_heading(len(reran))}:"]
+        lines += [
+            f"  {item['id']}  {promise['id']} — {_after_reruns(promise)}" for item, promise in reran
+        ]
     return "\n".join(lines) + "\n"
+
+
+def _reran(report: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    """(implementation, promise) of every promise pytest-rerunfailures had to run again."""
+    return [
+        (item, promise)
+        for item in report.get("implementations", [])
+        for promise in item["promises"]
+        if promise.get("reruns")
+    ]
+
+
+def _reruns_heading(count: int) -> str:
+    return f"needed reruns ({count} promise{'' if count == 1 else 's'})"
+
+
+def _after_reruns(promise: Mapping[str, Any]) -> str:
+    """``held (after 2 reruns)``: a flaky promise keeps its outcome, but it is marked."""
+    count = promise["reruns"]
+    return f"{promise['outcome']} (after {count} rerun{'' if count == 1 else 's'})"
 
 
 def _suite_of(promise: Mapping[str, Any]) -> str:
@@ -329,6 +360,13 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             out.append(line)
             if outcome in ("violated", "pending") and promise.get("detail"):
                 out += ["", "  ```", *_indent(promise["detail"], "  "), "  ```"]
+    reran = _reran(report)
+    if reran:
+        out += ["", f"### {_reruns_heading(len(reran))}", ""]
+        out += [
+            f"- `{item['id']}` `{promise['id']}` — {_after_reruns(promise)}"
+            for item, promise in reran
+        ]
     return "\n".join(out) + "\n"
 
 

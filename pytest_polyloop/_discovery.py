@@ -260,9 +260,10 @@ def parse_ini_seams(
 
 
 def parse_ini_waivers(
-    lines: Iterable[str], location: str
+    lines: Iterable[str], where: Callable[[str], str]
 ) -> tuple[dict[str, dict[str, str]], list[Misuse]]:
-    """``polyloop_waive`` lines: ``<implementation id> <promise id>: <reason>``."""
+    """``polyloop_waive`` lines: ``<implementation id> <promise id>: <reason>``; a misuse is
+    blamed on its ini line (``where(text)`` is ``path:line`` of the line containing ``text``)."""
     waivers: dict[str, dict[str, str]] = {}
     misuses: list[Misuse] = []
     for raw in lines:
@@ -271,14 +272,13 @@ def parse_ini_waivers(
             continue
         head, colon, reason = line.partition(":")
         words = head.split()
-        if not colon or len(words) != 2 or not reason.strip():
-            misuses.append(
-                Misuse(
-                    location,
-                    "polyloop_waive",
-                    f"cannot read {line!r}: write '<implementation id> <promise id>: <reason>'",
-                )
-            )
+        if colon and len(words) == 2 and not reason.strip():
+            problem = f"{head.strip()}: a waiver needs a reason"
+            misuses.append(Misuse(where(line), "polyloop_waive", problem))
+            continue
+        if not colon or len(words) != 2:
+            problem = f"cannot read {line!r}: write '<implementation id> <promise id>: <reason>'"
+            misuses.append(Misuse(where(line), "polyloop_waive", problem))
             continue
         implementation_id, promise_id = words
         waivers.setdefault(implementation_id, {})[promise_id] = reason.strip()

@@ -6,6 +6,7 @@ arrives from xdist workers), output is a :class:`Judgement`. No pytest objects h
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,13 +24,16 @@ _WAIVED_PREFIX = "waived: "
 _DETAIL_LIMIT = 4000
 # xdist's own report for a test whose worker died (it has no user_properties of ours).
 CRASH_PHASE = "???"
+# pytest-rerunfailures: the outcome of a phase whose failure made it run the test again.
+RERUN = "rerun"
 # How Hypothesis introduces the example that broke a property ("Failing test case" since 6.1xx).
 _EXAMPLE_MARKERS = ("Falsifying example", "Failing test case")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PhaseResult:
-    """One phase (setup/call/teardown) of one contract item, as plain data."""
+    """One phase (setup/call/teardown) of one contract item, as plain data; ``attempt`` counts
+    pytest-rerunfailures' reruns (0: the first run)."""
 
     when: str
     outcome: str
@@ -39,6 +43,7 @@ class PhaseResult:
     skip_reason: str = ""
     wasxfail: str | None = None
     contract_skip: Mapping[str, str] | None = None
+    attempt: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +58,7 @@ class Judgement:
     promise: str | None = None
     waiver_reason: str | None = None
     kept_by: str | None = None
+    reruns: int = 0
 
 
 def phase_result(report: Any) -> PhaseResult:
@@ -79,7 +85,14 @@ def phase_result(report: Any) -> PhaseResult:
         skip_reason=skip_reason,
         wasxfail=getattr(report, "wasxfail", None),
         contract_skip=contract_skip,
+        attempt=_attempt(report),
     )
+
+
+def _attempt(report: Any) -> int:
+    """pytest-rerunfailures numbers each run of a test (``report.rerun``, kept through xdist)."""
+    attempt = getattr(report, "rerun", 0)
+    return attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else 0
 
 
 def _violation_detail(phase: PhaseResult) -> str:
@@ -212,16 +225,20 @@ def classify(
     """The outcome of one promise test from its phases; ``None`` if it never finished.
 
     A failing teardown is not the promise's (see :func:`teardown_failure`); a test whose worker
-    died (xdist's ``when="???"`` report) is ``violated``.
+    died (xdist's ``when="???"`` report) is ``violated``. A test pytest-rerunfailures ran again
+    is judged by its last run alone, and the judgement counts the reruns.
 
     Order of precedence (:data:`_EVALUATORS`): a real failure or error is ``violated`` (also
     for an overridden test: a failure must not hide behind "overridden"); then ``overridden``
     (the promise was not checked as written); then a pass under a waiver is ``stale_waiver``, a
     failure under one ``waived``; then the skips; else ``held``.
     """
-    if not any(phase.when in ("teardown", CRASH_PHASE) for phase in phases):
+    reruns = max((phase.attempt for phase in phases), default=0)
+    # A phase that was rerun is no result (a crash rerun is rescheduled, maybe never reported).
+    last = [phase for phase in phases if phase.attempt == reruns and phase.outcome != RERUN]
+    if not any(phase.when in ("teardown", CRASH_PHASE) for phase in last):
         return None  # never reported, or never finished (a worker died mid-test): missing
-    judged = [phase for phase in phases if teardown_failure([phase]) is None]
+    judged = [phase for phase in last if teardown_failure([phase]) is None]
     case = _Case(
         phases=judged,
         overridden=overridden,
@@ -229,11 +246,9 @@ def classify(
         parse_skip=parse_skip,
         duration=round(sum(phase.duration for phase in phases), 6),
     )
-    for evaluate in _EVALUATORS:
-        judgement = evaluate(case)
-        if judgement is not None:
-            return judgement
-    return Judgement(outcome="held", duration_s=case.duration)
+    judgement = next(filter(None, (evaluate(case) for evaluate in _EVALUATORS)), None)
+    judgement = judgement or Judgement(outcome="held", duration_s=case.duration)
+    return dataclasses.replace(judgement, reruns=reruns)
 
 
 def teardown_failure(phases: Sequence[PhaseResult]) -> str | None:

@@ -99,6 +99,8 @@ def _promise_entry(
     }
     if judgement.kept_by:
         entry["kept_by"] = judgement.kept_by  # optional: only promises polyloop keeps itself
+    if judgement.reruns:
+        entry["reruns"] = judgement.reruns  # optional: only promises pytest-rerunfailures reran
     return entry
 
 

@@ -19,6 +19,7 @@ from pytest_polyloop._collect import Collection
 from pytest_polyloop._discovery import (
     HOW_TO_TAG,
     Misuse,
+    ini_line_of,
     parse_ini_seams,
     parse_ini_waivers,
     relative_path,
@@ -82,7 +83,7 @@ class ConformanceSession:
         ini_location = relative_path(config.inipath, rootpath) if config.inipath else "ini"
         ini_tagged, seam_misuses = parse_ini_seams(config.getini("polyloop_seams"), ini_location)
         ini_waivers, waive_misuses = parse_ini_waivers(
-            config.getini("polyloop_waive"), ini_location
+            config.getini("polyloop_waive"), ini_line_of(config.inipath, ini_location)
         )
         self.collection = Collection(
             config=config,
@@ -118,6 +119,22 @@ class ConformanceSession:
             elif isinstance(collector, pytest.Module):
                 report.result.extend(self.collection.suites_for(collector))
         return report
+
+    def pytest_exception_interact(
+        self, node: pytest.Collector | pytest.Item, call: pytest.CallInfo[Any], report: Any
+    ) -> None:
+        """A hand-written subclass refused by the kit (a bad waiver) is a misuse, not a
+        collection error: exit 4 with its one ``path:line`` line, like a bad tag."""
+        error = call.excinfo.value if call.excinfo is not None else None
+        if not isinstance(report, pytest.CollectReport):
+            return
+        if not isinstance(error, self.kit.SubclassMisuse):
+            return
+        location = relative_path(Path(error.path), self.rootpath)
+        where = f"{location}:{error.line}" if error.line else location
+        self.collection.misuses.append(Misuse(where, error.subject, error.problem))
+        # pytest logs the report after this hook: the misuse is reported once, as a usage error.
+        report.outcome, report.longrepr = "passed", None
 
     # -- selection: only contract items run, each knows its implementation and promise ----
 

@@ -68,9 +68,7 @@ def make_tag(
             )
         for promise_id, reason in waive.items():
             if not isinstance(promise_id, str) or not isinstance(reason, str) or not reason.strip():
-                raise ValueError(
-                    f"waive[{promise_id!r}] must be a non-empty reason str, got {reason!r}"
-                )
+                raise ValueError(f"waive[{promise_id!r}]: a waiver needs a reason, got {reason!r}")
             waivers[promise_id] = reason
     if id is not None and (not isinstance(id, str) or not id.strip() or "::" in id or "[" in id):
         raise ValueError(f"id must be a non-empty str without '::' or '[', got {id!r}")

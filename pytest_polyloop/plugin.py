@@ -11,11 +11,15 @@ from __future__ import annotations
 import linecache
 import traceback
 from collections.abc import Generator
+from pathlib import Path
 
 import pytest
 
-from pytest_polyloop import hookspecs
+from pytest_polyloop import _tagging, hookspecs
+from pytest_polyloop._discovery import relative_path
 from pytest_polyloop._tagging import MARKER_HINT, MARKER_NAME, MARKS_ON_FIXTURES
+
+_PACKAGE = Path(_tagging.__file__).parent  # the plugin's own frames are never the user's
 
 # The suites live in polyloop.testing; an editable install is not rewritten unless asked,
 # and this must happen before anything imports the kit.
@@ -74,11 +78,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_load_initial_conftests() -> Generator[None, None, None]:
-    """pytest >= 9 refuses ``@pytest.mark.polyloop_seam`` on a fixture with a bare ``Failed``
-    (a crash trace, since it is no ``Exception``): make it a usage error naming the decorator."""
+    """Misused tags in a conftest are usage errors naming ``path:line``, not crash traces:
+    pytest >= 9 refuses ``@pytest.mark.polyloop_seam`` on a fixture with a bare ``Failed``,
+    and ``seam(...)`` refuses bad arguments (e.g. a waiver without a reason) when applied."""
     try:
         return (yield)
     except BaseException as error:
+        tag_error = _seam_argument_error(error)
+        if tag_error is not None:
+            raise pytest.UsageError(f"{_where(tag_error)}: {tag_error}") from None
         if MARKS_ON_FIXTURES not in str(error) or MARKER_NAME not in _source_line(error):
             raise
         raise pytest.UsageError(
@@ -86,18 +94,32 @@ def pytest_load_initial_conftests() -> Generator[None, None, None]:
         ) from None
 
 
+def _seam_argument_error(error: BaseException) -> BaseException | None:
+    """The error ``seam(...)`` raised while a conftest was imported, if that is what failed."""
+    cause = getattr(error, "cause", None)  # pytest's ConftestImportFailure wraps the error
+    if not isinstance(cause, TypeError | ValueError):
+        return None
+    frames = traceback.extract_tb(cause.__traceback__)
+    raised_by_seam = bool(frames) and Path(frames[-1].filename) == Path(_tagging.__file__)
+    return cause if raised_by_seam else None
+
+
 def _user_frames(error: BaseException) -> list[traceback.FrameSummary]:
     frames = traceback.extract_tb(error.__traceback__)
     return [
         frame
         for frame in frames
-        if "site-packages" not in frame.filename and "<" not in frame.filename
+        if "site-packages" not in frame.filename
+        and "<" not in frame.filename
+        and Path(frame.filename).parent != _PACKAGE
     ]
 
 
 def _where(error: BaseException) -> str:
     frames = _user_frames(error)
-    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "conftest"
+    if not frames:
+        return "conftest"
+    return f"{relative_path(Path(frames[-1].filename), Path.cwd())}:{frames[-1].lineno}"
 
 
 def _source_line(error: BaseException) -> str:

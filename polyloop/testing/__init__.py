@@ -18,8 +18,8 @@ polyloop[testing]``. The runtime core never imports this package.
 Public surface: the five suites and :class:`ContractBase`; the samples types (the optional
 :class:`StoreSamples` and the optional fields of the others turn the failure promises on); the
 skip helpers :func:`unverifiable` / :func:`not_applicable` / :func:`kept_by_polyloop` and
-:class:`ContractSkip`; the catalogue interface
-:class:`PromiseSpec`, :func:`suite_hash`, :data:`BUILTIN_SUITES`, :data:`KIT_VERSION`; the
+:class:`ContractSkip`; the catalogue interface :class:`PromiseSpec`, :func:`suite_hash`,
+:data:`BUILTIN_SUITES`, :data:`KIT_VERSION`; :class:`SubclassMisuse` (a subclass's bad waiver); the
 Hypothesis strategies in :mod:`polyloop.testing.strategies`; and :class:`RunStoreStateMachine`,
 which drives any store against the reference ``MemoryStore``.
 """
@@ -54,6 +54,7 @@ from polyloop.testing._base import (  # noqa: E402
     ContractBase,
     PromiseSpec,
     RecordTypes,
+    SubclassMisuse,
     bounded_settings,
     suite_hash,
     unverifiable_promise,
@@ -106,6 +107,7 @@ __all__ = [
     "RunStoreContract",
     "RunStoreStateMachine",
     "StoreSamples",
+    "SubclassMisuse",
     "bounded_settings",
     "kept_by_polyloop",
     "not_applicable",

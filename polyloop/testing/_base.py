@@ -23,7 +23,8 @@ Class attributes read by ``pytest_polyloop``:
 Class creation (``__init_subclass__``) of a concrete subclass adds
 ``pytest.mark.asyncio(loop_scope=cls.loop_scope)`` to the class's *own* ``pytestmark`` (the suites
 carry none: pytest reads class marks base-first, so a mark on the suite would pin every user to
-its loop scope) and rejects a waiver that names an unknown or unverifiable promise.
+its loop scope) and rejects, with :class:`SubclassMisuse`, a waiver that names an unknown or
+unverifiable promise or gives no reason.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import inspect
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar, Literal, NoReturn, TypeVar
 
@@ -48,6 +50,7 @@ __all__ = [
     "ContractBase",
     "PromiseSpec",
     "RecordTypes",
+    "SubclassMisuse",
     "bounded_settings",
     "suite_hash",
     "unverifiable_promise",
@@ -279,30 +282,62 @@ def _validate_loop_scope(cls: type[ContractBase]) -> None:
         )
 
 
+class SubclassMisuse(pytest.Collector.CollectError, ValueError):
+    """A concrete subclass's class settings are wrong: one line, ``path:line: Class: problem``.
+
+    A ``CollectError`` so that plain pytest prints the line, not the kit's traceback, as the
+    module's collection error; the plugin turns it into a usage error (exit 4).
+    """
+
+    def __init__(self, cls: type[Any], problem: str) -> None:
+        self.path, self.line = _class_location(cls)
+        self.subject = cls.__qualname__
+        self.problem = problem
+        where = _relative(self.path) + (f":{self.line}" if self.line else "")
+        super().__init__(f"{where}: {self.subject}: {problem}")
+
+
+def _class_location(cls: type[Any]) -> tuple[str, int]:
+    """``(source file, line of the class statement)``; the module name and 0 if unknown."""
+    try:
+        path = inspect.getsourcefile(cls)
+        line = inspect.getsourcelines(cls)[1]
+    except (OSError, TypeError):  # no source: a class made in a REPL or by exec
+        return str(cls.__module__), 0
+    return (path, line) if path else (str(cls.__module__), 0)
+
+
+def _relative(path: str) -> str:
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return path
+
+
 def _validate_waivers(cls: type[ContractBase]) -> None:
     waive = cls.waive
     if not isinstance(waive, Mapping):
-        raise TypeError(
-            f"{cls.__qualname__}.waive must map promise ids to reasons, got {type(waive).__name__}"
+        raise SubclassMisuse(
+            cls, f"waive must map promise ids to reasons, got {type(waive).__name__}"
         )
     catalogue = {spec.id: spec for spec in cls._catalogue}
     for promise_id, reason in waive.items():
         spec = catalogue.get(promise_id)
         if spec is None:
             known = ", ".join(sorted(catalogue))
-            raise ValueError(
-                f"{cls.__qualname__}.waive names unknown promise {promise_id!r}; "
-                f"the {cls.seam} promises are: {known}"
+            raise SubclassMisuse(
+                cls,
+                f"waive names unknown promise {promise_id!r}; the {cls.seam} promises are: {known}",
             )
         if spec.kind == "unverifiable":
-            raise ValueError(
-                f"{cls.__qualname__}.waive names {promise_id!r}, an unverifiable promise: it is "
-                "never checked here, so there is nothing to waive"
+            raise SubclassMisuse(
+                cls,
+                f"waive names {promise_id!r}, an unverifiable promise: it is never checked "
+                "here, so there is nothing to waive",
             )
         if not isinstance(reason, str) or not reason.strip():
-            raise ValueError(
-                f"{cls.__qualname__}.waive[{promise_id!r}] must be a non-empty reason, "
-                f"got {reason!r}"
+            raise SubclassMisuse(
+                cls, f"waive[{promise_id!r}]: a waiver needs a reason, got {reason!r}"
             )
 
 

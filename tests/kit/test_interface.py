@@ -24,6 +24,7 @@ from polyloop.testing import (
     ParserSamples,
     PromiseSpec,
     RunStoreContract,
+    SubclassMisuse,
     parse_skip_reason,
     suite_hash,
 )
@@ -154,15 +155,16 @@ def test_the_asyncio_mark_goes_on_the_concrete_class_own_pytestmark_only() -> No
 
 def test_bad_class_settings_are_refused_at_class_creation_naming_class_and_id() -> None:
     with pytest.raises(
-        ValueError, match=r"TestTypo\.waive names unknown promise 'run_store\.nope'"
+        SubclassMisuse,
+        match=r"test_interface\.py:\d+: \S*TestTypo: waive names unknown promise 'run_store\.nope'",
     ):
 
         class TestTypo(RunStoreContract):
             waive: ClassVar[Mapping[str, str]] = {"run_store.nope": "because"}
 
     with pytest.raises(
-        ValueError,
-        match=r"TestUnverifiable.*event_sink\.delivery_failure_is_isolated_by_the_library.*unverif",
+        SubclassMisuse,
+        match=r"TestUnverifiable: waive names 'event_sink\.delivery_failure_is_.*unverifiable",
     ):
 
         class TestUnverifiable(EventSinkContract):
@@ -170,7 +172,10 @@ def test_bad_class_settings_are_refused_at_class_creation_naming_class_and_id() 
                 "event_sink.delivery_failure_is_isolated_by_the_library": "cannot"
             }
 
-    with pytest.raises(ValueError, match=r"TestNoReason\.waive\['run_store\.lists_its_runs'\]"):
+    with pytest.raises(
+        SubclassMisuse,
+        match=r"TestNoReason: waive\['run_store\.lists_its_runs'\]: a waiver needs a reason",
+    ):
 
         class TestNoReason(RunStoreContract):
             waive: ClassVar[Mapping[str, str]] = {"run_store.lists_its_runs": " "}
@@ -184,6 +189,17 @@ def test_bad_class_settings_are_refused_at_class_creation_naming_class_and_id() 
 
         class TestDirect(ContractBase):
             pass
+
+
+def test_a_bad_waiver_on_a_class_without_source_names_its_module() -> None:
+    source = "class TestMade(RunStoreContract):\n    waive = {'run_store.lists_its_runs': ''}\n"
+    namespace = {"__name__": "made_by_exec", "RunStoreContract": RunStoreContract}
+    with pytest.raises(SubclassMisuse) as raised:
+        exec(compile(source, "<made>", "exec"), namespace)
+    assert str(raised.value).startswith(
+        "made_by_exec: TestMade: waive['run_store.lists_its_runs']: a waiver needs a reason"
+    )
+    assert (raised.value.path, raised.value.line) == ("made_by_exec", 0)
 
 
 def test_a_promise_without_a_docstring_is_refused_when_a_suite_is_defined() -> None:

@@ -14,8 +14,10 @@ import pytest
 
 import pytest_polyloop
 
-# Every sandbox run: deterministic order, no cache files, the report validated.
-SANDBOX_FLAGS = ("-p", "no:randomly", "-p", "no:cacheprovider")
+# Every sandbox run: deterministic order, no cache files, the report validated; and without
+# pytest-rerunfailures (of the dev extra), which opens a socket server in every session that has
+# xdist: a test that wants it passes `-p rerunfailures`.
+SANDBOX_FLAGS = ("-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:rerunfailures")
 
 PYPROJECT = """\
 [tool.pytest.ini_options]

@@ -169,3 +169,34 @@ def test_every_phase_passed_is_held() -> None:
     judgement = classify([PASSED_SETUP, phase("call", "passed"), PASSED_TEARDOWN])
     assert judgement is not None
     assert (judgement.outcome, judgement.detail, judgement.duration_s) == ("held", None, 0.75)
+
+
+# -- pytest-rerunfailures: each run of a test is an attempt; a rerun phase is no result ------
+
+
+def test_a_crash_rerun_that_never_reported_again_is_missing_not_held() -> None:
+    crash = phase("???", "rerun", text="worker 'gw0' crashed while running 't.py::T::test_x'")
+    assert classify([PASSED_SETUP, crash]) is None
+
+
+def test_a_crash_rerun_that_held_on_its_second_run_is_held_after_one_rerun() -> None:
+    crash = phase("???", "rerun", text="worker 'gw0' crashed while running 't.py::T::test_x'")
+    second = [phase(when, "passed", attempt=1) for when in ("setup", "call", "teardown")]
+    judgement = classify([PASSED_SETUP, crash, *second])
+    assert judgement is not None
+    assert (judgement.outcome, judgement.reruns) == ("held", 1)
+
+
+def test_only_the_last_run_is_judged() -> None:
+    first = [PASSED_SETUP, phase("call", "rerun", text="E   AssertionError"), PASSED_TEARDOWN]
+    skipped = phase("call", "skipped", attempt=1, skip_reason="Skipped: gone")
+    last = [phase("setup", "passed", attempt=1), skipped, phase("teardown", "passed", attempt=1)]
+    judgement = classify([*first, *last])
+    assert judgement is not None
+    assert (judgement.outcome, judgement.reruns) == ("not_applicable", 1)
+
+
+def test_a_test_run_once_counts_no_reruns() -> None:
+    judgement = classify([PASSED_SETUP, phase("call", "passed"), PASSED_TEARDOWN])
+    assert judgement is not None
+    assert judgement.reruns == 0

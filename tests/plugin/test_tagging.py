@@ -40,7 +40,7 @@ def test_the_tag_reaches_the_function_pytest_stores_in_either_order() -> None:
     [
         ({"name": "no such"}, "seam name"),
         ({"name": "action_executor", "waive": ["x"]}, "waive must map"),
-        ({"name": "action_executor", "waive": {"a.b": ""}}, "non-empty reason"),
+        ({"name": "action_executor", "waive": {"a.b": ""}}, "a waiver needs a reason"),
         ({"name": "action_executor", "loop_scope": "forever"}, "loop_scope must be one of"),
         ({"name": "action_executor", "id": "a[1]"}, "id must be"),
         ({"name": "action_executor", "samples": 3}, "samples must be"),

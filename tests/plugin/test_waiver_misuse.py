@@ -1,0 +1,176 @@
+"""A malformed waiver is a usage error naming ``path:line``, never a traceback (issue #9): in a
+hand-written subclass (its ``waive`` class attribute, checked when the class is created), in a
+seam tag, and in the ``polyloop_waive`` ini key — with and without ``--polyloop-conformance``."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugin._sandbox import SANDBOX_FLAGS, Project
+
+FIVE_FIELDS = "action_executor.returns_all_five_fields"
+UNVERIFIABLE = "action_executor.observation_substitution_happens_in_the_library"
+
+SUBCLASS = """\
+import pytest
+from polyloop.testing import ActionExecutorContract
+from sandbox_executors import SandboxExecutor, action_samples
+
+
+class TestMine(ActionExecutorContract):
+    waive = {waive}
+
+    @pytest.fixture
+    def action_executor(self):
+        return SandboxExecutor()
+
+    @pytest.fixture
+    def action_samples(self):
+        return action_samples()
+"""
+
+# waive = ..., and what the one line must say about it.
+BAD_WAIVERS = {
+    "empty-reason": (
+        f'{{"{FIVE_FIELDS}": ""}}',
+        f"waive['{FIVE_FIELDS}']: a waiver needs a reason",
+    ),
+    "blank-reason": (
+        f'{{"{FIVE_FIELDS}": " \\t "}}',
+        f"waive['{FIVE_FIELDS}']: a waiver needs a reason",
+    ),
+    "reason-not-a-str": (
+        f'{{"{FIVE_FIELDS}": None}}',
+        f"waive['{FIVE_FIELDS}']: a waiver needs a reason",
+    ),
+    "unknown-promise": (
+        '{"action_executor.no_such_promise": "why"}',
+        "waive names unknown promise 'action_executor.no_such_promise'",
+    ),
+    "unverifiable-promise": (
+        f'{{"{UNVERIFIABLE}": "why"}}',
+        f"waive names '{UNVERIFIABLE}', an unverifiable promise",
+    ),
+    "not-a-mapping": (f'["{FIVE_FIELDS}"]', "waive must map promise ids to reasons, got list"),
+}
+
+
+def no_traceback(output: str) -> None:
+    assert "Traceback" not in output
+    assert "_base.py" not in output  # the kit's frames
+    assert "raise " not in output
+
+
+def lines_naming(output: str, location: str) -> list[str]:
+    return [
+        line for line in output.splitlines() if line.removeprefix("ERROR: ").startswith(location)
+    ]
+
+
+@pytest.mark.parametrize("case", list(BAD_WAIVERS))
+def test_a_bad_waiver_in_a_subclass_is_a_usage_error_naming_path_and_line(
+    project: Project, case: str
+) -> None:
+    waive, problem = BAD_WAIVERS[case]
+    project.write("tests/test_mine.py", SUBCLASS.format(waive=waive))
+    run = project.run()
+    assert run.ret == 4, run.output
+    [line] = lines_naming(run.output, "tests/test_mine.py:6:")
+    assert line.startswith(f"tests/test_mine.py:6: TestMine: {problem}"), line
+    no_traceback(run.output)
+    assert "error during collection" not in run.output
+    assert run.report is None
+
+
+@pytest.mark.parametrize("case", ["empty-reason", "unknown-promise"])
+def test_a_bad_waiver_in_a_subclass_under_plain_pytest_is_a_one_line_collection_error(
+    project: Project, case: str
+) -> None:
+    waive, problem = BAD_WAIVERS[case]
+    project.write("tests/test_mine.py", SUBCLASS.format(waive=waive))
+    result = project.pytester.runpytest_inprocess(*SANDBOX_FLAGS)
+    output = "\n".join(result.outlines + result.errlines)
+    assert result.ret == pytest.ExitCode.INTERRUPTED, output  # pytest's status for it
+    assert "ERROR collecting tests/test_mine.py" in output
+    [line] = lines_naming(output, "tests/test_mine.py:6:")
+    assert line.startswith(f"tests/test_mine.py:6: TestMine: {problem}"), line
+    no_traceback(output)
+
+
+def test_a_bad_waiver_in_a_subclass_under_xdist_is_a_usage_error(project: Project) -> None:
+    waive, problem = BAD_WAIVERS["empty-reason"]
+    project.write("tests/test_mine.py", SUBCLASS.format(waive=waive))
+    run = project.run("-p", "xdist", "-n", "2", subprocess=True)
+    assert run.ret == 4, run.output
+    assert f"tests/test_mine.py:6: TestMine: {problem}" in run.output
+    no_traceback(run.output)
+
+
+# -- the other spellings: a seam tag's waive=, the polyloop_waive ini key ------------------
+
+TAGGED = f"""\
+@pytest_polyloop.seam(
+    "action_executor", samples="samples", waive={{"{FIVE_FIELDS}": "  "}}
+)
+@pytest.fixture
+def good():
+    return SandboxExecutor()
+"""
+
+
+@pytest.mark.parametrize("conformance", [True, False], ids=["conformance", "plain"])
+def test_a_blank_reason_in_a_seam_tag_is_one_line_naming_the_conftest(
+    project: Project, conformance: bool
+) -> None:
+    project.conftest("tests", TAGGED)
+    if conformance:
+        run = project.run(subprocess=True)  # pytest reports a failing conftest from main()
+        ret, output = run.ret, run.output
+    else:
+        result = project.pytester.runpytest_subprocess(*SANDBOX_FLAGS)
+        ret, output = int(result.ret), "\n".join(result.outlines + result.errlines)
+    assert ret == 4, output
+    [line] = lines_naming(output, "tests/conftest.py:10:")
+    assert f"waive['{FIVE_FIELDS}']: a waiver needs a reason" in line
+    assert "Traceback" not in output
+    assert "_tagging.py" not in output
+    assert "ImportError while loading conftest" not in output
+
+
+def test_a_blank_reason_in_the_ini_is_blamed_on_its_line(project: Project) -> None:
+    project.conftest(
+        "tests",
+        '@pytest_polyloop.seam("action_executor", samples="samples")\n'
+        "@pytest.fixture\ndef good():\n    return SandboxExecutor()\n",
+    )
+    project.write(
+        "pyproject.toml",
+        '[tool.pytest.ini_options]\nasyncio_default_fixture_loop_scope = "function"\n'
+        f'polyloop_waive = [\n  "good {FIVE_FIELDS}:   ",\n]\n',
+    )
+    run = project.run()
+    assert run.ret == 4, run.output
+    [line] = lines_naming(run.output, "pyproject.toml:4:")
+    assert line == f"pyproject.toml:4: polyloop_waive: good {FIVE_FIELDS}: a waiver needs a reason"
+
+
+@pytest.mark.skipif(int(pytest.__version__.split(".")[0]) >= 9, reason="pytest >= 9 refuses it")
+def test_a_blank_reason_in_the_pytest_8_marker_is_a_usage_error_naming_the_conftest(
+    project: Project,
+) -> None:
+    project.conftest(
+        "tests",
+        f"""\
+        @pytest.fixture
+        @pytest.mark.polyloop_seam(
+            "action_executor", samples="samples", waive={{"{FIVE_FIELDS}": ""}}
+        )
+        def marked():
+            return SandboxExecutor()
+        """,
+    )
+    run = project.run()
+    assert run.ret == 4, run.output
+    [line] = lines_naming(run.output, "tests/conftest.py:")
+    assert f"marked: waive['{FIVE_FIELDS}']: a waiver needs a reason" in line
+    no_traceback(run.output)
