@@ -13,6 +13,8 @@ Why it is built this way (the decision record is ``docs/design/0002-sqlite-durab
   (``append_many``) is one transaction: one fsync for all its records, all or nothing.
 * The log's end is read only when this process does not know it (``docs/design/0003``): the
   length it last committed is a lower bound, and the primary key catches a stale one.
+* A commit runs on the caller's thread when it cannot wait (busy timeout 0, the connection
+  free); otherwise on the worker thread. Checkpoints run on the worker (``docs/design/0003``).
 * An existing file is inspected read-only before anything is written, so a file that is not a
   polyloop database is reported (``StoreCorrupted`` naming the path) and left byte-identical.
 """
@@ -27,6 +29,7 @@ import sqlite3
 import stat
 import struct
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -74,6 +77,15 @@ PAGE_SIZE = 1024
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _DEFAULT_BUSY_TIMEOUT_S = 60.0
 
+# Commits on the caller's thread (docs/design/0003): a commit slower than this — a disk that
+# stalls fsync — sends the next _SLOW_PAUSE_COMMITS commits back to the worker thread, so the
+# event loop is blocked by at most one slow fsync in that many.
+_SLOW_INLINE_COMMIT_S = 0.010
+_SLOW_PAUSE_COMMITS = 1000
+# SQLite's automatic checkpoint runs inside the commit that crosses its threshold; ours runs on
+# the worker thread every this many commits instead, off the event loop.
+_CHECKPOINT_EVERY_COMMITS = 256
+
 # Connections inherited through fork() are never used or closed in the child (closing one
 # there could checkpoint or unlock on the parent's behalf); they are kept here instead.
 _inherited_connections: list[sqlite3.Connection] = []
@@ -90,10 +102,14 @@ class SQLiteStore(AsyncClosing):
     incompatible polyloop raises ``SchemaVersionError``.
 
     Several processes may use one file at once: appends serialise on SQLite's write lock and
-    wait up to ``busy_timeout_s`` for it. Within a process, calls run on the store's own
-    worker thread over one connection (guarded by a lock as well), so the event loop never
-    blocks on the disk. Nothing loop-bound is made here, so a store may be used from successive
-    event loops; ``aclose()`` releases the connection and the thread.
+    wait up to ``busy_timeout_s`` for it. Within a process, one connection (guarded by a lock)
+    is used from the store's own worker thread, and an append commits on the calling thread
+    only when nothing can make it wait: the connection is open and idle and the write lock
+    free at once. Anything else — opening, reading, a lock held by another writer, a disk that
+    stalled a commit — runs on the worker, so the event loop never waits on a lock, and waits
+    on the disk only for the fsync of a commit it asked for. Nothing loop-bound is made here, so
+    a store may be used from successive event loops; ``aclose()`` releases the connection and
+    the thread.
     """
 
     def __init__(
@@ -112,6 +128,10 @@ class SQLiteStore(AsyncClosing):
         # run id -> the length this process last committed for it (unfinished runs only);
         # read and written on the worker thread under self._lock.
         self._lengths: dict[str, int] = {}
+        # Commits since the last checkpoint, and how many more must go through the worker after
+        # a slow inline one; both read and written under self._lock.
+        self._uncheckpointed = 0
+        self._inline_paused = 0
 
     @property
     def path(self) -> Path:
@@ -128,12 +148,15 @@ class SQLiteStore(AsyncClosing):
         """Append ``records`` at ``sequence``, ``sequence + 1``, … in one durable transaction.
 
         All or nothing: the append rules apply to each record in order, and the first violation
-        is raised with nothing written. One commit, so one WAL fsync and one thread hand-off.
+        is raised with nothing written. One commit, so one WAL fsync. It runs on the calling
+        thread when the connection is open, idle and the write lock free at once; otherwise —
+        another writer holds the lock, the worker is busy, the disk was slow — on the worker.
         """
         batch = check_batch(run_id, records, sequence)
         # Encoded on the caller's side, once: a record that cannot be encoded writes nothing.
         rows = [(run_id, sequence + n, r.kind, r.to_json()) for n, r in enumerate(batch)]
-        await self._in_worker(self._append, run_id, batch, sequence, rows)
+        if not self._append_inline(run_id, batch, sequence, rows):
+            await self._in_worker(self._append, run_id, batch, sequence, rows)
 
     async def read_log(self, run_id: str) -> RunLog:
         validate_run_id(run_id)
@@ -180,32 +203,100 @@ class SQLiteStore(AsyncClosing):
         return await worker.call(call, *args)
 
     def _append(self, run_id: str, batch: tuple[Record, ...], sequence: int, rows: _Rows) -> None:
+        """The worker's commit: waits up to ``busy_timeout_s`` for the write lock."""
+
         def write(conn: sqlite3.Connection) -> None:
             # IMMEDIATE: take the write lock before reading the log (see the module docstring).
             conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._fence(conn, run_id, batch, sequence)
-                try:
-                    conn.executemany(_INSERT, rows)
-                except sqlite3.IntegrityError:
-                    # The cached length was stale (another process appended): read the log to
-                    # raise the precise error; the primary key already refused the batch.
-                    self._fence(conn, run_id, batch, sequence, cached=False)
-                    raise RunConflict(
-                        f"run {run_id!r}: a record at sequence {sequence} already exists"
-                    ) from None
-                conn.execute("COMMIT")
-            except BaseException:
-                self._lengths.pop(run_id, None)
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            if isinstance(batch[-1], RunFinished):
-                self._lengths.pop(run_id, None)
-            else:
-                self._lengths[run_id] = sequence + len(batch)
+            self._commit(conn, run_id, batch, sequence, rows)
 
         self._with_connection(write)
+
+    def _append_inline(
+        self, run_id: str, batch: tuple[Record, ...], sequence: int, rows: _Rows
+    ) -> bool:
+        """Commit on the calling thread if that cannot wait; ``False``: nothing done, use the
+        worker.
+
+        The worker's thread hand-off costs two cross-thread wake-ups per commit, more than the
+        commit's own SQLite work (docs/design/0003). What the event loop must never do is wait:
+        so only a connection that is open and not in use (the lock is taken without blocking),
+        and a write lock that is free at once (busy timeout 0 for the ``BEGIN``), are used here.
+        """
+        conn = self._conn
+        if conn is None or self._conn_pid != os.getpid() or self._inline_paused:
+            if self._inline_paused and self._lock.acquire(blocking=False):
+                self._inline_paused -= 1
+                self._lock.release()
+            return False
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if conn is not self._conn:  # closed or reopened meanwhile
+                return False
+            started = time.perf_counter()
+            conn.execute("PRAGMA busy_timeout=0")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError:  # another writer holds the lock: do not wait here
+                return False
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_s * 1000)}")
+            try:
+                self._commit(conn, run_id, batch, sequence, rows)
+            except sqlite3.DatabaseError as exc:
+                if _is_corruption(exc):
+                    raise StoreCorrupted(f"{self._path}: damaged database ({exc})") from None
+                raise
+            if time.perf_counter() - started > _SLOW_INLINE_COMMIT_S:
+                self._inline_paused = _SLOW_PAUSE_COMMITS
+            return True
+        finally:
+            self._lock.release()
+
+    def _commit(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        batch: tuple[Record, ...],
+        sequence: int,
+        rows: _Rows,
+    ) -> None:
+        """Inside a ``BEGIN IMMEDIATE`` transaction: fence, insert, commit — or roll back."""
+        try:
+            self._fence(conn, run_id, batch, sequence)
+            try:
+                conn.executemany(_INSERT, rows)
+            except sqlite3.IntegrityError:
+                # The cached length was stale (another process appended): read the log to
+                # raise the precise error; the primary key already refused the batch.
+                self._fence(conn, run_id, batch, sequence, cached=False)
+                raise RunConflict(
+                    f"run {run_id!r}: a record at sequence {sequence} already exists"
+                ) from None
+            conn.execute("COMMIT")
+        except BaseException:
+            self._lengths.pop(run_id, None)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if isinstance(batch[-1], RunFinished):
+            self._lengths.pop(run_id, None)
+        else:
+            self._lengths[run_id] = sequence + len(batch)
+        self._uncheckpointed += 1
+        if self._uncheckpointed >= _CHECKPOINT_EVERY_COMMITS and self._worker is not None:
+            self._uncheckpointed = 0
+            self._worker.submit(self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the database file (on the worker; ``PASSIVE`` never waits)."""
+        with self._lock:
+            conn = self._conn
+            if conn is None or self._conn_pid != os.getpid():
+                return  # closed meanwhile: closing checkpoints
+            with contextlib.suppress(sqlite3.Error):  # best effort: the next one catches up
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def _fence(
         self,
@@ -350,7 +441,13 @@ class SQLiteStore(AsyncClosing):
         return "ours"
 
 
-_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+# (loop, future, call, args); loop and future are None for housekeeping nobody waits for.
+_Job = tuple[
+    asyncio.AbstractEventLoop | None,
+    "asyncio.Future[Any] | None",
+    Callable[..., Any],
+    tuple[Any, ...],
+]
 
 
 class _Worker:
@@ -380,6 +477,10 @@ class _Worker:
         self._jobs.put((loop, future, call, args))
         return await future
 
+    def submit(self, call: Callable[[], Any]) -> None:
+        """Queue ``call`` with nobody waiting for it (housekeeping); its errors are dropped."""
+        self._jobs.put((None, None, call, ()))
+
     def stop(self) -> None:
         """End the thread once the calls already queued are done."""
         self._jobs.put(None)
@@ -392,11 +493,15 @@ def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
 
 
 def _run(
-    loop: asyncio.AbstractEventLoop,
-    future: asyncio.Future[Any],
+    loop: asyncio.AbstractEventLoop | None,
+    future: asyncio.Future[Any] | None,
     call: Callable[..., Any],
     args: tuple[Any, ...],
 ) -> None:
+    if loop is None or future is None:  # housekeeping: nobody waits, nothing to report
+        with contextlib.suppress(Exception):
+            call(*args)
+        return
     if future.cancelled():  # the caller gave up before we started: do nothing
         return
     result: Any = None
@@ -425,6 +530,7 @@ def _set_durability(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA synchronous=FULL")  # fsync the WAL at every commit: durable on return
     conn.execute("PRAGMA fullfsync=ON")  # macOS: fsync alone does not reach the platter
     conn.execute("PRAGMA checkpoint_fullfsync=ON")
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # SQLiteStore checkpoints on its worker instead
 
 
 def _is_corruption(exc: sqlite3.DatabaseError) -> bool:

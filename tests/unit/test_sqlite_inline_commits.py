@@ -1,0 +1,207 @@
+"""SQLiteStore commits on the caller's thread when nothing can make it wait (issue #13: the
+thread hand-off cost two cross-thread wake-ups per commit, more than SQLite's own work).
+
+What must hold: a steady-state commit runs on the event-loop thread; anything that could make
+the loop wait — another writer holding the lock, the worker using the connection, a connection
+not yet open — goes to the worker instead, and a disk that stalls sends commits back to the
+worker for a while. Checkpoints run on the worker, never inside a commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from polyloop import ModelCallIntent, RunStarted
+from polyloop.stores import SQLiteStore
+from polyloop.stores import _sqlite as sqlite_module
+
+pytestmark = pytest.mark.asyncio
+
+
+def started(run_id: str) -> RunStarted:
+    return RunStarted(
+        run_id=run_id,
+        goal="g",
+        parameters={},
+        parameters_hash="sha256:" + "0" * 64,
+        started_at="2026-01-01T00:00:00.000Z",
+    )
+
+
+class CommitThreads:
+    """Which thread ran each COMMIT (the connection's statement trace)."""
+
+    def __init__(self) -> None:
+        self.threads: list[str] = []
+
+    def __call__(self, statement: str) -> None:
+        if statement == "COMMIT":
+            self.threads.append(threading.current_thread().name)
+
+
+@pytest_asyncio.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    async with SQLiteStore(tmp_path / "runs.db") as opened:
+        yield opened
+
+
+async def traced(store: SQLiteStore) -> CommitThreads:
+    trace = CommitThreads()
+    await store._in_worker(store._with_connection, lambda conn: conn.set_trace_callback(trace))
+    return trace
+
+
+async def intents(store: SQLiteStore, run_id: str, start: int, count: int) -> None:
+    for n in range(start, start + count):
+        await store.append(run_id, ModelCallIntent(step_index=n, prompt_chars=1), sequence=n)
+
+
+async def test_a_steady_commit_runs_on_the_event_loop_thread(store: SQLiteStore) -> None:
+    trace = await traced(store)
+    await store.append("r", started("r"), sequence=0)
+
+    await intents(store, "r", 1, 5)
+
+    assert trace.threads == [threading.current_thread().name] * 6
+    assert len((await store.read_log("r")).records) == 6
+
+
+async def test_a_connection_not_yet_open_is_opened_on_the_worker(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "runs.db")
+    loop_thread = threading.current_thread().name
+    opened_on: list[str] = []
+    real_open = store._open
+
+    def open_and_note() -> sqlite3.Connection:
+        opened_on.append(threading.current_thread().name)
+        return real_open()
+
+    store._open = open_and_note  # type: ignore[method-assign]
+    try:
+        await store.append("r", started("r"), sequence=0)
+    finally:
+        await store.aclose()
+
+    assert opened_on == ["polyloop-sqlite"]
+    assert loop_thread != "polyloop-sqlite"
+
+
+async def test_a_write_lock_held_elsewhere_never_blocks_the_event_loop(
+    store: SQLiteStore,
+) -> None:
+    trace = await traced(store)
+    await store.append("r", started("r"), sequence=0)
+    other = sqlite3.connect(store.path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process's writer, holding the lock
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticking = asyncio.create_task(ticker())
+    append = asyncio.create_task(intents(store, "r", 1, 1))
+    await asyncio.sleep(0.3)
+    ticks_while_locked = ticks
+    other.execute("ROLLBACK")
+    await append
+    ticking.cancel()
+    other.close()
+
+    assert ticks_while_locked >= 10  # the loop kept running while the append waited
+    assert trace.threads == [threading.current_thread().name, "polyloop-sqlite"]
+    assert len((await store.read_log("r")).records) == 2
+
+
+async def test_a_connection_in_use_by_the_worker_sends_the_commit_there(
+    store: SQLiteStore,
+) -> None:
+    trace = await traced(store)
+    await store.append("r", started("r"), sequence=0)
+
+    with store._lock:  # the worker is in the middle of something
+        append = asyncio.create_task(intents(store, "r", 1, 1))
+        await asyncio.sleep(0.05)
+        assert not append.done()
+    await append
+
+    assert trace.threads[-1] == "polyloop-sqlite"
+
+
+async def test_a_slow_commit_sends_the_next_ones_to_the_worker(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = await traced(store)
+    await store.append("r", started("r"), sequence=0)
+    monkeypatch.setattr(sqlite_module, "_SLOW_INLINE_COMMIT_S", 0.0)  # every commit is "slow"
+    monkeypatch.setattr(sqlite_module, "_SLOW_PAUSE_COMMITS", 3)
+
+    await intents(store, "r", 1, 5)
+
+    loop = threading.current_thread().name
+    worker = "polyloop-sqlite"
+    # The slow inline commit, three on the worker, then inline again (and slow again).
+    assert trace.threads == [loop, loop, worker, worker, worker, loop]
+
+
+async def test_checkpoints_run_on_the_worker_and_keep_the_wal_bounded(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkpoints: list[str] = []
+
+    def trace(statement: str) -> None:
+        if "wal_checkpoint" in statement:
+            checkpoints.append(threading.current_thread().name)
+
+    await store._in_worker(store._with_connection, lambda conn: conn.set_trace_callback(trace))
+    monkeypatch.setattr(sqlite_module, "_CHECKPOINT_EVERY_COMMITS", 10)
+    await store.append("r", started("r"), sequence=0)
+    wal = store.path.with_name(store.path.name + "-wal")
+
+    await intents(store, "r", 1, 200)
+    await store._in_worker(lambda: None)  # the last queued checkpoint has run
+    size_after_200 = wal.stat().st_size
+    await intents(store, "r", 201, 200)
+    await store._in_worker(lambda: None)
+
+    assert set(checkpoints) == {"polyloop-sqlite"}
+    assert len(checkpoints) == 40
+    assert wal.stat().st_size <= size_after_200  # reused from its start, not grown
+
+
+async def test_new_stores_use_small_pages_and_old_ones_keep_theirs(tmp_path: Path) -> None:
+    old = tmp_path / "old.db"
+    conn = sqlite3.connect(old)
+    conn.execute("PRAGMA page_size=4096")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()  # an empty database with 4 KiB pages, as SQLite makes by default
+    for path, expected in ((tmp_path / "new.db", sqlite_module.PAGE_SIZE), (old, 4096)):
+        async with SQLiteStore(path) as store:
+            await store.append("r", started("r"), sequence=0)
+        check = sqlite3.connect(path)
+        assert check.execute("PRAGMA page_size").fetchone()[0] == expected, path
+        check.close()
+    assert sqlite_module.PAGE_SIZE == 1024
+
+
+async def test_a_commit_on_the_loop_is_visible_to_another_connection_when_append_returns(
+    store: SQLiteStore,
+) -> None:
+    await store.append("r", started("r"), sequence=0)
+    reader = sqlite3.connect(store.path)
+    for n in range(1, 20):
+        await intents(store, "r", n, 1)
+        count = reader.execute(
+            "SELECT COUNT(*) FROM polyloop_records WHERE run_id = 'r'"
+        ).fetchone()[0]
+        assert count == n + 1
+    reader.close()
