@@ -84,7 +84,7 @@ _SLOW_INLINE_COMMIT_S = 0.010
 _SLOW_PAUSE_COMMITS = 1000
 # SQLite's automatic checkpoint runs inside the commit that crosses its threshold; ours runs on
 # the worker thread every this many commits instead, off the event loop.
-_CHECKPOINT_EVERY_COMMITS = 256
+_CHECKPOINT_EVERY_COMMITS = 32
 
 # Connections inherited through fork() are never used or closed in the child (closing one
 # there could checkpoint or unlock on the parent's behalf); they are kept here instead.
