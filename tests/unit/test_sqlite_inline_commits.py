@@ -18,21 +18,12 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from polyloop import ModelCallIntent, RunStarted
+from polyloop import ModelCallIntent
 from polyloop.stores import SQLiteStore
 from polyloop.stores import _sqlite as sqlite_module
+from tests.unit.test_sqlite_store import started
 
 pytestmark = pytest.mark.asyncio
-
-
-def started(run_id: str) -> RunStarted:
-    return RunStarted(
-        run_id=run_id,
-        goal="g",
-        parameters={},
-        parameters_hash="sha256:" + "0" * 64,
-        started_at="2026-01-01T00:00:00.000Z",
-    )
 
 
 class CommitThreads:
