@@ -128,9 +128,10 @@ class SQLiteStore(AsyncClosing):
         # run id -> the length this process last committed for it (unfinished runs only);
         # read and written on the worker thread under self._lock.
         self._lengths: dict[str, int] = {}
-        # Commits since the last checkpoint, and how many more must go through the worker after
-        # a slow inline one; both read and written under self._lock.
+        # Commits since the last checkpoint (under self._lock, on whichever thread commits).
         self._uncheckpointed = 0
+        # How many more commits go to the worker after a slow inline one (callers' side only;
+        # a lost update between two event loops only shifts the pause by one commit).
         self._inline_paused = 0
 
     @property
@@ -223,11 +224,11 @@ class SQLiteStore(AsyncClosing):
         so only a connection that is open and not in use (the lock is taken without blocking),
         and a write lock that is free at once (busy timeout 0 for the ``BEGIN``), are used here.
         """
+        if self._inline_paused:  # a recent inline commit was slow: the worker takes this one
+            self._inline_paused -= 1
+            return False
         conn = self._conn
-        if conn is None or self._conn_pid != os.getpid() or self._inline_paused:
-            if self._inline_paused and self._lock.acquire(blocking=False):
-                self._inline_paused -= 1
-                self._lock.release()
+        if conn is None or self._conn_pid != os.getpid():
             return False
         if not self._lock.acquire(blocking=False):
             return False
