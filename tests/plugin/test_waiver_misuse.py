@@ -1,6 +1,7 @@
-"""A malformed waiver is a usage error naming ``path:line``, never a traceback (issue #9): in a
-hand-written subclass (its ``waive`` class attribute, checked when the class is created), in a
-seam tag, and in the ``polyloop_waive`` ini key — with and without ``--polyloop-conformance``."""
+"""A malformed waiver or class setting is a usage error naming ``path:line``, never a traceback
+(issue #9): in a hand-written subclass (its ``waive`` and ``loop_scope`` class attributes, checked
+when the class is created), in a seam tag, and in the ``polyloop_waive`` ini key — with and without
+``--polyloop-conformance``."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from sandbox_executors import SandboxExecutor, action_samples
 
 
 class TestMine(ActionExecutorContract):
-    waive = {waive}
+    {setting}
 
     @pytest.fixture
     def action_executor(self):
@@ -29,29 +30,40 @@ class TestMine(ActionExecutorContract):
         return action_samples()
 """
 
-# waive = ..., and what the one line must say about it.
-BAD_WAIVERS = {
+# A class setting, and what the one line must say about it.
+BAD_SETTINGS = {
     "empty-reason": (
-        f'{{"{FIVE_FIELDS}": ""}}',
+        f'waive = {{"{FIVE_FIELDS}": ""}}',
         f"waive['{FIVE_FIELDS}']: a waiver needs a reason",
     ),
     "blank-reason": (
-        f'{{"{FIVE_FIELDS}": " \\t "}}',
+        f'waive = {{"{FIVE_FIELDS}": " \\t "}}',
         f"waive['{FIVE_FIELDS}']: a waiver needs a reason",
     ),
     "reason-not-a-str": (
-        f'{{"{FIVE_FIELDS}": None}}',
+        f'waive = {{"{FIVE_FIELDS}": None}}',
         f"waive['{FIVE_FIELDS}']: a waiver needs a reason",
     ),
     "unknown-promise": (
-        '{"action_executor.no_such_promise": "why"}',
+        'waive = {"action_executor.no_such_promise": "why"}',
         "waive names unknown promise 'action_executor.no_such_promise'",
     ),
     "unverifiable-promise": (
-        f'{{"{UNVERIFIABLE}": "why"}}',
+        f'waive = {{"{UNVERIFIABLE}": "why"}}',
         f"waive names '{UNVERIFIABLE}', an unverifiable promise",
     ),
-    "not-a-mapping": (f'["{FIVE_FIELDS}"]', "waive must map promise ids to reasons, got list"),
+    "not-a-mapping": (
+        f'waive = ["{FIVE_FIELDS}"]',
+        "waive must map promise ids to reasons, got list",
+    ),
+    "unknown-loop-scope": (
+        'loop_scope = "forever"',
+        "loop_scope must be one of function, class, module, package, session, got 'forever'",
+    ),
+    "loop-scope-not-a-str": (
+        "loop_scope = None",
+        "loop_scope must be one of function, class, module, package, session, got None",
+    ),
 }
 
 
@@ -67,12 +79,12 @@ def lines_naming(output: str, location: str) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("case", list(BAD_WAIVERS))
-def test_a_bad_waiver_in_a_subclass_is_a_usage_error_naming_path_and_line(
+@pytest.mark.parametrize("case", list(BAD_SETTINGS))
+def test_a_bad_setting_in_a_subclass_is_a_usage_error_naming_path_and_line(
     project: Project, case: str
 ) -> None:
-    waive, problem = BAD_WAIVERS[case]
-    project.write("tests/test_mine.py", SUBCLASS.format(waive=waive))
+    setting, problem = BAD_SETTINGS[case]
+    project.write("tests/test_mine.py", SUBCLASS.format(setting=setting))
     run = project.run()
     assert run.ret == 4, run.output
     [line] = lines_naming(run.output, "tests/test_mine.py:6:")
@@ -82,12 +94,12 @@ def test_a_bad_waiver_in_a_subclass_is_a_usage_error_naming_path_and_line(
     assert run.report is None
 
 
-@pytest.mark.parametrize("case", ["empty-reason", "unknown-promise"])
-def test_a_bad_waiver_in_a_subclass_under_plain_pytest_is_a_one_line_collection_error(
+@pytest.mark.parametrize("case", ["empty-reason", "unknown-promise", "unknown-loop-scope"])
+def test_a_bad_setting_in_a_subclass_under_plain_pytest_is_a_one_line_collection_error(
     project: Project, case: str
 ) -> None:
-    waive, problem = BAD_WAIVERS[case]
-    project.write("tests/test_mine.py", SUBCLASS.format(waive=waive))
+    setting, problem = BAD_SETTINGS[case]
+    project.write("tests/test_mine.py", SUBCLASS.format(setting=setting))
     result = project.pytester.runpytest_inprocess(*SANDBOX_FLAGS)
     output = "\n".join(result.outlines + result.errlines)
     assert result.ret == pytest.ExitCode.INTERRUPTED, output  # pytest's status for it
@@ -98,8 +110,8 @@ def test_a_bad_waiver_in_a_subclass_under_plain_pytest_is_a_one_line_collection_
 
 
 def test_a_bad_waiver_in_a_subclass_under_xdist_is_a_usage_error(project: Project) -> None:
-    waive, problem = BAD_WAIVERS["empty-reason"]
-    project.write("tests/test_mine.py", SUBCLASS.format(waive=waive))
+    setting, problem = BAD_SETTINGS["empty-reason"]
+    project.write("tests/test_mine.py", SUBCLASS.format(setting=setting))
     run = project.run("-p", "xdist", "-n", "2", subprocess=True)
     assert run.ret == 4, run.output
     assert f"tests/test_mine.py:6: TestMine: {problem}" in run.output
