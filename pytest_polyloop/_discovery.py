@@ -49,14 +49,16 @@ or write a subclass of a suite yourself (class TestMyExecutor(ActionExecutorCont
 
 @dataclass(frozen=True, slots=True)
 class Misuse:
-    """A usage error, printed as ``path:line: fixture: problem``."""
+    """A usage error, printed as ``path:line: fixture: problem`` (``path:line: problem`` when
+    no fixture is known yet, e.g. ``seam(...)`` refused its arguments)."""
 
     location: str
     fixture: str
     problem: str
 
     def __str__(self) -> str:
-        return f"{self.location}: {self.fixture}: {self.problem}"
+        subject = f" {self.fixture}:" if self.fixture else ""
+        return f"{self.location}:{subject} {self.problem}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

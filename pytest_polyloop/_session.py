@@ -16,6 +16,7 @@ import pytest
 from polyloop.report import ReportError, render_markdown, render_text
 from pytest_polyloop import _kit
 from pytest_polyloop._collect import Collection
+from pytest_polyloop._conftest_errors import seam_argument_misuse
 from pytest_polyloop._discovery import (
     HOW_TO_TAG,
     Misuse,
@@ -123,18 +124,25 @@ class ConformanceSession:
     def pytest_exception_interact(
         self, node: pytest.Collector | pytest.Item, call: pytest.CallInfo[Any], report: Any
     ) -> None:
-        """A hand-written subclass refused by the kit (a bad waiver) is a misuse, not a
+        """A hand-written subclass refused by the kit (a bad waiver or loop scope), or a conftest
+        imported during collection whose ``seam(...)`` refused its arguments, is a misuse, not a
         collection error: exit 4 with its one ``path:line`` line, like a bad tag."""
         error = call.excinfo.value if call.excinfo is not None else None
-        if not isinstance(report, pytest.CollectReport):
+        if not isinstance(report, pytest.CollectReport) or error is None:
             return
-        if not isinstance(error, self.kit.SubclassMisuse):
+        misuse = self._subclass_misuse(error) or seam_argument_misuse(error, self.rootpath)
+        if misuse is None:
             return
-        location = relative_path(Path(error.path), self.rootpath)
-        where = f"{location}:{error.line}" if error.line else location
-        self.collection.misuses.append(Misuse(where, error.subject, error.problem))
+        self.collection.misuses.append(misuse)
         # pytest logs the report after this hook: the misuse is reported once, as a usage error.
         report.outcome, report.longrepr = "passed", None
+
+    def _subclass_misuse(self, error: BaseException) -> Misuse | None:
+        if not isinstance(error, self.kit.SubclassMisuse):
+            return None
+        location = relative_path(Path(error.path), self.rootpath)
+        where = f"{location}:{error.line}" if error.line else location
+        return Misuse(where, error.subject, error.problem)
 
     # -- selection: only contract items run, each knows its implementation and promise ----
 

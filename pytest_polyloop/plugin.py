@@ -8,18 +8,15 @@ results → outcomes → report; each step lives in its own module.
 
 from __future__ import annotations
 
-import linecache
-import traceback
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pytest_polyloop import _tagging, hookspecs
-from pytest_polyloop._discovery import relative_path
-from pytest_polyloop._tagging import MARKER_HINT, MARKER_NAME, MARKS_ON_FIXTURES
-
-_PACKAGE = Path(_tagging.__file__).parent  # the plugin's own frames are never the user's
+from pytest_polyloop import hookspecs
+from pytest_polyloop._conftest_errors import marker_on_fixture_misuse, seam_argument_misuse
+from pytest_polyloop._tagging import MARKER_NAME
 
 # The suites live in polyloop.testing; an editable install is not rewritten unless asked,
 # and this must happen before anything imports the kit.
@@ -84,52 +81,24 @@ def pytest_load_initial_conftests() -> Generator[None, None, None]:
     try:
         return (yield)
     except BaseException as error:
-        tag_error = _seam_argument_error(error)
-        if tag_error is not None:
-            raise pytest.UsageError(f"{_where(tag_error)}: {tag_error}") from None
-        if MARKS_ON_FIXTURES not in str(error) or MARKER_NAME not in _source_line(error):
+        here = Path.cwd()
+        misuse = seam_argument_misuse(error, here) or marker_on_fixture_misuse(error, here)
+        if misuse is None:
             raise
-        raise pytest.UsageError(
-            f"{_where(error)}: {MARKS_ON_FIXTURES.lower()} on pytest >= 9; {MARKER_HINT}"
-        ) from None
+        raise pytest.UsageError(str(misuse)) from None
 
 
-def _seam_argument_error(error: BaseException) -> BaseException | None:
-    """The error ``seam(...)`` raised while a conftest was imported, if that is what failed."""
-    cause = getattr(error, "cause", None)  # pytest's ConftestImportFailure wraps the error
-    if not isinstance(cause, TypeError | ValueError):
-        return None
-    frames = traceback.extract_tb(cause.__traceback__)
-    raised_by_seam = bool(frames) and Path(frames[-1].filename) == Path(_tagging.__file__)
-    return cause if raised_by_seam else None
-
-
-def _user_frames(error: BaseException) -> list[traceback.FrameSummary]:
-    frames = traceback.extract_tb(error.__traceback__)
-    return [
-        frame
-        for frame in frames
-        if "site-packages" not in frame.filename
-        and "<" not in frame.filename
-        and Path(frame.filename).parent != _PACKAGE
-    ]
-
-
-def _where(error: BaseException) -> str:
-    frames = _user_frames(error)
-    if not frames:
-        return "conftest"
-    return f"{relative_path(Path(frames[-1].filename), Path.cwd())}:{frames[-1].lineno}"
-
-
-def _source_line(error: BaseException) -> str:
-    """The decorated function's source around the failing frame (the marker is written there)."""
-    frames = _user_frames(error)
-    if not frames:
-        return ""
-    lines = linecache.getlines(frames[-1].filename)
-    start = (frames[-1].lineno or 1) - 1
-    return "".join(lines[start : start + 5])
+def pytest_exception_interact(
+    node: pytest.Collector | pytest.Item, call: pytest.CallInfo[Any], report: Any
+) -> None:
+    """A conftest pytest imports while collecting (below the startup ones) whose ``seam(...)``
+    refused its arguments: the directory's collection error is that one line, not the trace
+    (the conformance session makes it a usage error)."""
+    if not isinstance(report, pytest.CollectReport) or not report.failed or call.excinfo is None:
+        return
+    misuse = seam_argument_misuse(call.excinfo.value, Path.cwd())
+    if misuse is not None:
+        report.longrepr = str(misuse)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

@@ -23,8 +23,8 @@ Class attributes read by ``pytest_polyloop``:
 Class creation (``__init_subclass__``) of a concrete subclass adds
 ``pytest.mark.asyncio(loop_scope=cls.loop_scope)`` to the class's *own* ``pytestmark`` (the suites
 carry none: pytest reads class marks base-first, so a mark on the suite would pin every user to
-its loop scope) and rejects, with :class:`SubclassMisuse`, a waiver that names an unknown or
-unverifiable promise or gives no reason.
+its loop scope) and rejects, with :class:`SubclassMisuse`, a ``loop_scope`` pytest-asyncio does not
+know and a waiver that names an unknown or unverifiable promise or gives no reason.
 """
 
 from __future__ import annotations
@@ -276,9 +276,8 @@ def _build_catalogue(suite: type[ContractBase]) -> tuple[PromiseSpec, ...]:
 
 def _validate_loop_scope(cls: type[ContractBase]) -> None:
     if cls.loop_scope not in _LOOP_SCOPES:
-        raise ValueError(
-            f"{cls.__qualname__}.loop_scope must be one of {', '.join(_LOOP_SCOPES)}, "
-            f"got {cls.loop_scope!r}"
+        raise SubclassMisuse(
+            cls, f"loop_scope must be one of {', '.join(_LOOP_SCOPES)}, got {cls.loop_scope!r}"
         )
 
 

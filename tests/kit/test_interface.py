@@ -180,7 +180,9 @@ def test_bad_class_settings_are_refused_at_class_creation_naming_class_and_id() 
         class TestNoReason(RunStoreContract):
             waive: ClassVar[Mapping[str, str]] = {"run_store.lists_its_runs": " "}
 
-    with pytest.raises(ValueError, match=r"TestScope\.loop_scope must be one of"):
+    with pytest.raises(
+        SubclassMisuse, match=r"test_interface\.py:\d+: \S*TestScope: loop_scope must be one of"
+    ):
 
         class TestScope(RunStoreContract):
             loop_scope = "forever"
