@@ -19,28 +19,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import time
 from collections.abc import Sequence
 
-from loop_steps import FakeModel, KilobyteExecutor, OneActionParser, agent
+from loop_steps import seconds_for
 
-from polyloop import StopReason, run
 from polyloop.stores import MemoryStore
 
 
 async def us_per_step(steps: int) -> float:
-    started = time.perf_counter()
-    result = await run(
-        agent(steps),
-        "benchmark",
-        model=FakeModel(),
-        parser=OneActionParser(),
-        executor=KilobyteExecutor(),
-        store=MemoryStore(),
-    )
-    elapsed = time.perf_counter() - started
-    assert result.stop_reason is StopReason.STEP_BUDGET
-    return elapsed * 1e6 / steps
+    return await seconds_for(steps, MemoryStore()) * 1e6 / steps
 
 
 def report(steps: Sequence[int], rounds: int) -> list[str]:
