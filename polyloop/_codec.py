@@ -86,9 +86,17 @@ def _plain(value: object) -> object:
     raise TypeError(f"{kind.__name__} is not JSON serialisable")
 
 
-# canonical_json's settings, with the walk over dataclasses done by the C encoder.
+# canonical_json's settings, with the walk over dataclasses done by the C encoder. No circular
+# check (a quarter of a record's encoding time): a record's user data cannot hold a cycle when
+# it is built (tool_args is a fresh copy, usage holds numbers), and one put in by mutating it
+# afterwards still fails, as a RecursionError that record_to_json turns into a ValueError.
 _ENCODER = json.JSONEncoder(
-    sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_plain
+    sort_keys=True,
+    ensure_ascii=False,
+    separators=(",", ":"),
+    allow_nan=False,
+    default=_plain,
+    check_circular=False,
 )
 
 
@@ -106,7 +114,10 @@ def record_to_json(record: Record) -> str:
         return canonical_json({"kind": record.kind, **body})
     fields = _plain(record)
     assert isinstance(fields, dict)
-    return _ENCODER.encode({"kind": record.kind, **fields})
+    try:
+        return _ENCODER.encode({"kind": record.kind, **fields})
+    except RecursionError:
+        raise ValueError(f"{record.kind} holds data nested too deeply or circular") from None
 
 
 class _Decoder:

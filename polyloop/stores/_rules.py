@@ -32,8 +32,7 @@ from polyloop.types import (
 def check_record(run_id: str, record: object, sequence: object) -> None:
     """Argument checks done before any I/O (bad input never reaches the backing store)."""
     validate_run_id(run_id)
-    if not isinstance(record, RECORD_TYPES):
-        raise TypeError(f"append expects a polyloop record, got {type(record).__name__}")
+    _check_is_record(record)
     if not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 0:
         raise ValueError(f"sequence must be an int >= 0, got {sequence!r}")
 
@@ -49,9 +48,15 @@ def check_batch(run_id: str, records: object, sequence: object) -> tuple[Record,
     batch = tuple(records)
     if not batch:
         raise ValueError("append_many needs at least one record")
-    for record in batch:
-        check_record(run_id, record, sequence)
+    check_record(run_id, batch[0], sequence)
+    for record in batch[1:]:  # the run id and sequence are checked once, above
+        _check_is_record(record)
     return batch
+
+
+def _check_is_record(record: object) -> None:
+    if not isinstance(record, RECORD_TYPES):
+        raise TypeError(f"append expects a polyloop record, got {type(record).__name__}")
 
 
 def check_append_many(

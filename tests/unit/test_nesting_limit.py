@@ -102,3 +102,20 @@ async def test_a_run_whose_model_nests_990_deep_records_a_parse_error_and_finish
     assert result.stop_reason is StopReason.PARSE_FAILED_REPEATEDLY
     assert "nested deeper" in (result.steps[0].parse_error or "")
     assert (await store.read_log("deep")).finished is not None
+
+
+@pytest.mark.asyncio
+async def test_a_record_made_circular_after_construction_is_a_value_error_writing_nothing() -> None:
+    # The record encoder skips the C encoder's circular check (a quarter of its time): nothing a
+    # record is built from can hold a cycle, but a caller can mutate tool_args afterwards.
+    action = Action(text="x", tool_args={"a": {}})
+    assert action.tool_args is not None
+    action.tool_args["a"]["self"] = action.tool_args
+    record = polyloop.ActionIntent(step_index=0, action=action)
+    store = MemoryStore()
+
+    with pytest.raises(ValueError, match="nested too deeply or circular"):
+        record.to_json()
+    with pytest.raises(ValueError, match="nested too deeply or circular"):
+        await store.append("r", record, sequence=0)
+    assert await store.run_ids() == []
