@@ -14,7 +14,8 @@ Why it is built this way (the decision record is ``docs/design/0002-sqlite-durab
 * The log's end is read only when this process does not know it (``docs/design/0003``): the
   length it last committed is a lower bound, and the primary key catches a stale one.
 * A commit runs on the caller's thread when it cannot wait (busy timeout 0, the connection
-  free); otherwise on the worker thread. Checkpoints run on the worker (``docs/design/0003``).
+  free); otherwise on the worker thread. Every 32 commits, the commit's own thread checkpoints
+  (``docs/design/0003``).
 * An existing file is inspected read-only before anything is written, so a file that is not a
   polyloop database is reported (``StoreCorrupted`` naming the path) and left byte-identical.
 """
@@ -82,8 +83,11 @@ _DEFAULT_BUSY_TIMEOUT_S = 60.0
 # event loop is blocked by at most one slow fsync in that many.
 _SLOW_INLINE_COMMIT_S = 0.010
 _SLOW_PAUSE_COMMITS = 1000
-# SQLite's automatic checkpoint runs inside the commit that crosses its threshold; ours runs on
-# the worker thread every this many commits instead, off the event loop.
+# SQLite's automatic checkpoint (1000 pages) would stall one commit for milliseconds; ours, a
+# PASSIVE one, follows every this many commits on the committing thread: short, and the WAL then
+# starts over instead of growing (a commit that extends the file costs more). It counts in the
+# slow-commit measure above. On the worker it cost more: the next commit waited for it anyway,
+# through a thread hand-off (docs/design/0003).
 _CHECKPOINT_EVERY_COMMITS = 32
 
 # Connections inherited through fork() are never used or closed in the child (closing one
@@ -118,7 +122,10 @@ class SQLiteStore(AsyncClosing):
         if busy_timeout_s <= 0:
             raise ValueError(f"busy_timeout_s must be > 0, got {busy_timeout_s!r}")
         self._path = Path(path).absolute()
-        self._busy_timeout_s = float(busy_timeout_s)
+        self._busy_timeout_ms = int(busy_timeout_s * 1000)
+        # The connection's busy timeout now (under self._lock): the worker waits for SQLite's
+        # write lock, the caller's thread never does (see _append_inline).
+        self._busy_ms = self._busy_timeout_ms
         self._lock = threading.Lock()  # guards the connection
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = 0
@@ -236,13 +243,11 @@ class SQLiteStore(AsyncClosing):
             if conn is not self._conn:  # closed or reopened meanwhile
                 return False
             started = time.perf_counter()
-            conn.execute("PRAGMA busy_timeout=0")
+            self._set_busy_timeout(conn, 0)
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError:  # another writer holds the lock: do not wait here
                 return False
-            finally:
-                conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_s * 1000)}")
             try:
                 self._commit(conn, run_id, batch, sequence, rows)
             except sqlite3.DatabaseError as exc:
@@ -286,18 +291,20 @@ class SQLiteStore(AsyncClosing):
         else:
             self._lengths[run_id] = sequence + len(batch)
         self._uncheckpointed += 1
-        if self._uncheckpointed >= _CHECKPOINT_EVERY_COMMITS and self._worker is not None:
+        if self._uncheckpointed >= _CHECKPOINT_EVERY_COMMITS:
             self._uncheckpointed = 0
-            self._worker.submit(self._checkpoint)
-
-    def _checkpoint(self) -> None:
-        """Copy the WAL into the database file (on the worker; ``PASSIVE`` never waits)."""
-        with self._lock:
-            conn = self._conn
-            if conn is None or self._conn_pid != os.getpid():
-                return  # closed meanwhile: closing checkpoints
-            with contextlib.suppress(sqlite3.Error):  # best effort: the next one catches up
+            # Copy the WAL into the database file, so the next commit starts the WAL over.
+            # PASSIVE never waits (no busy handler): it does what it can now, best effort.
+            with contextlib.suppress(sqlite3.Error):
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def _set_busy_timeout(self, conn: sqlite3.Connection, ms: int) -> None:
+        """Give the connection this busy timeout (0 on the caller's thread, the store's own on
+        the worker), with a statement only when it changes: one per switch of thread, not two
+        per commit."""
+        if self._busy_ms != ms:
+            conn.execute(f"PRAGMA busy_timeout={ms}")
+            self._busy_ms = ms
 
     def _fence(
         self,
@@ -359,6 +366,8 @@ class SQLiteStore(AsyncClosing):
             if self._conn is None:
                 self._conn = self._open()
                 self._conn_pid = os.getpid()
+                self._busy_ms = self._busy_timeout_ms  # sqlite3.connect(timeout=...) set it
+            self._set_busy_timeout(self._conn, self._busy_timeout_ms)
             try:
                 return use(self._conn)
             except sqlite3.DatabaseError as exc:
@@ -373,7 +382,7 @@ class SQLiteStore(AsyncClosing):
         try:
             conn = sqlite3.connect(
                 self._path,
-                timeout=self._busy_timeout_s,
+                timeout=self._busy_timeout_ms / 1000,
                 isolation_level=None,  # we issue BEGIN/COMMIT ourselves
                 check_same_thread=False,  # used from worker threads, always under self._lock
             )
@@ -442,13 +451,8 @@ class SQLiteStore(AsyncClosing):
         return "ours"
 
 
-# (loop, future, call, args); loop and future are None for housekeeping nobody waits for.
-_Job = tuple[
-    asyncio.AbstractEventLoop | None,
-    "asyncio.Future[Any] | None",
-    Callable[..., Any],
-    tuple[Any, ...],
-]
+# (loop, future, call, args): the call, and where to hand its outcome back.
+_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
 
 
 class _Worker:
@@ -478,10 +482,6 @@ class _Worker:
         self._jobs.put((loop, future, call, args))
         return await future
 
-    def submit(self, call: Callable[[], Any]) -> None:
-        """Queue ``call`` with nobody waiting for it (housekeeping); its errors are dropped."""
-        self._jobs.put((None, None, call, ()))
-
     def stop(self) -> None:
         """End the thread once the calls already queued are done."""
         self._jobs.put(None)
@@ -494,15 +494,11 @@ def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
 
 
 def _run(
-    loop: asyncio.AbstractEventLoop | None,
-    future: asyncio.Future[Any] | None,
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
     call: Callable[..., Any],
     args: tuple[Any, ...],
 ) -> None:
-    if loop is None or future is None:  # housekeeping: nobody waits, nothing to report
-        with contextlib.suppress(Exception):
-            call(*args)
-        return
     if future.cancelled():  # the caller gave up before we started: do nothing
         return
     result: Any = None
@@ -531,7 +527,7 @@ def _set_durability(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA synchronous=FULL")  # fsync the WAL at every commit: durable on return
     conn.execute("PRAGMA fullfsync=ON")  # macOS: fsync alone does not reach the platter
     conn.execute("PRAGMA checkpoint_fullfsync=ON")
-    conn.execute("PRAGMA wal_autocheckpoint=0")  # SQLiteStore checkpoints on its worker instead
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # SQLiteStore checkpoints itself (_commit)
 
 
 def _is_corruption(exc: sqlite3.DatabaseError) -> bool:

@@ -4,7 +4,7 @@ thread hand-off cost two cross-thread wake-ups per commit, more than SQLite's ow
 What must hold: a steady-state commit runs on the event-loop thread; anything that could make
 the loop wait — another writer holding the lock, the worker using the connection, a connection
 not yet open — goes to the worker instead, and a disk that stalls sends commits back to the
-worker for a while. Checkpoints run on the worker, never inside a commit.
+worker for a while. A checkpoint follows every 32nd commit on the thread that made it.
 """
 
 from __future__ import annotations
@@ -140,37 +140,78 @@ async def test_a_slow_commit_sends_the_next_ones_to_the_worker(
     assert trace.threads == [loop, loop, worker, worker, worker, loop]
 
 
-async def test_checkpoints_run_on_the_worker_and_keep_the_wal_bounded(
+class Statements:
+    """Every statement the connection ran, with the thread that ran it."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def __call__(self, statement: str) -> None:
+        self.seen.append((statement, threading.current_thread().name))
+
+    def count(self, fragment: str) -> int:
+        return sum(fragment in statement for statement, _ in self.seen)
+
+
+async def test_checkpoints_follow_every_nth_commit_on_its_thread_and_keep_the_wal_bounded(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checkpoints: list[str] = []
-
-    def trace(statement: str) -> None:
-        if "wal_checkpoint" in statement:
-            checkpoints.append(threading.current_thread().name)
-
-    await store._in_worker(store._with_connection, lambda conn: conn.set_trace_callback(trace))
+    statements = Statements()
+    await store._in_worker(store._with_connection, lambda c: c.set_trace_callback(statements))
     monkeypatch.setattr(sqlite_module, "_CHECKPOINT_EVERY_COMMITS", 10)
     await store.append("r", started("r"), sequence=0)
     wal = store.path.with_name(store.path.name + "-wal")
 
-    async def commit_and_let_the_worker_catch_up(start: int, count: int) -> None:
-        # The checkpoint is queued, nobody waits for it: how many commits land before it runs
-        # depends on scheduling. Draining the worker after each commit fixes that order.
-        for n in range(start, start + count):
-            await intents(store, "r", n, 1)
-            await store._in_worker(lambda: None)
-
-    await commit_and_let_the_worker_catch_up(1, 200)
+    await intents(store, "r", 1, 200)
     size_after_200 = wal.stat().st_size
-    await commit_and_let_the_worker_catch_up(201, 200)
+    await intents(store, "r", 201, 200)
 
-    assert set(checkpoints) == {"polyloop-sqlite"}
-    assert len(checkpoints) == 40
+    checkpoints = [(n, thread) for n, (s, thread) in enumerate(statements.seen) if "wal_" in s]
+    loop = threading.current_thread().name
+    assert [thread for _, thread in checkpoints] == [loop] * 40  # every 10th of 401 commits
+    commits = [n for n, (s, _) in enumerate(statements.seen) if s == "COMMIT"]
+    # Each right after the commit that made it due, before the next one begins.
+    assert [n for n, _ in checkpoints] == [commits[9 + 10 * k] + 1 for k in range(40)]
     assert wal.stat().st_size == size_after_200  # reused from its start, never grown again
-    records = len((await store.read_log("r")).records)
-    assert records == 401
     assert size_after_200 < 401 * 100  # ten commits' worth, not the whole log
+    assert len((await store.read_log("r")).records) == 401
+
+
+async def test_a_checkpoint_on_a_commit_sent_to_the_worker_runs_there(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    statements = Statements()
+    await store._in_worker(store._with_connection, lambda c: c.set_trace_callback(statements))
+    monkeypatch.setattr(sqlite_module, "_CHECKPOINT_EVERY_COMMITS", 2)
+    await store.append("r", started("r"), sequence=0)
+
+    with store._lock:  # the worker is busy: the second commit goes there, and so does its turn
+        append = asyncio.create_task(intents(store, "r", 1, 1))
+        await asyncio.sleep(0.05)
+    await append
+
+    assert [thread for s, thread in statements.seen if "wal_" in s] == ["polyloop-sqlite"]
+
+
+async def test_inline_commits_set_the_busy_timeout_once_not_per_commit(
+    store: SQLiteStore,
+) -> None:
+    statements = Statements()
+    await store._in_worker(store._with_connection, lambda c: c.set_trace_callback(statements))
+    await store.append("r", started("r"), sequence=0)
+
+    await intents(store, "r", 1, 50)
+    inline_timeouts = statements.count("busy_timeout")
+    await store.read_log("r")  # the worker needs the store's busy timeout back
+    await intents(store, "r", 51, 1)
+
+    assert statements.count("COMMIT") == 52
+    assert inline_timeouts == 1  # 0 once, for all 51 commits (it was two statements a commit)
+    # Back to the store's own for the worker's read, and to 0 for the next inline commit.
+    assert [s for s, _ in statements.seen if "busy_timeout" in s][-2:] == [
+        "PRAGMA busy_timeout=60000",
+        "PRAGMA busy_timeout=0",
+    ]
 
 
 async def test_new_stores_use_small_pages_and_old_ones_keep_theirs(tmp_path: Path) -> None:
