@@ -6,7 +6,8 @@ emitted as an event. The stop decisions themselves live in :mod:`polyloop._stopp
 Cancellation can arrive at every ``await`` below: reading the log, each append, each emit, the
 model call and the action. Wherever it arrives, ``CancelledError`` is re-raised; before that, if
 the run was started and not yet finished, one ``RunFinished(cancelled)`` is appended. An append
-in flight is never cut in half: it runs as its own task and cancellation waits for it.
+in flight is never cut in half: it runs as its own task and cancellation waits for it, or, on
+the bundled stores when nothing can make it wait, synchronously (no await to cut it at).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -32,7 +33,7 @@ from polyloop.ports import (
     ModelClient,
     RunStore,
 )
-from polyloop.stores import MemoryStore
+from polyloop.stores import MemoryStore, SQLiteStore
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -133,6 +134,14 @@ class _Driver:
         # Once per run: a runtime Protocol check walks the class's attributes every time.
         store = seams.store
         self.batch_store = store if isinstance(store, BatchRunStore) else None
+        # A commit with no task, no shield and no event-loop turns (the loop's largest own cost
+        # per commit, docs/design/0003): only these exact types, whose commit_now is their
+        # append_many's own commit, so a subclass's append_many is never bypassed; any other
+        # store's coroutine runs as a task, where asyncio.timeout, TaskGroup and anyio cancel
+        # scopes bind to the task that runs them.
+        self.commit_now: Callable[[str, tuple[Record, ...], int], bool] | None = None
+        if type(store) is SQLiteStore or type(store) is MemoryStore:
+            self.commit_now = store._commit_now
 
     @classmethod
     def from_log(
@@ -162,8 +171,20 @@ class _Driver:
         """
         batch, self.pending = (*self.pending, record), []
         sequence = self.sequence
-        task = asyncio.ensure_future(self._write(batch))
-        cancelled = await _wait_out(task)  # further cancellations wait for the commit to land
+        error: BaseException | None = None
+        try:  # a bundled store commits right here when nothing can make it wait
+            done = self.commit_now is not None and self.commit_now(self.run_id, batch, sequence)
+        except Exception as exc:  # from the store, nothing written: as a failed task would be
+            done, error = True, exc
+        if done:
+            cancelled = False
+            if error is None:
+                for r in batch:
+                    self._appended(r)
+        else:  # as its own task: further cancellations wait for the commit to land
+            task = asyncio.ensure_future(self._write(batch))
+            cancelled = await _wait_out(task)
+            error = None if cancelled else task.exception()
         written = batch[: self.sequence - sequence]
         events = [
             Event(run_id=self.run_id, sequence=sequence + n, record=r)
@@ -178,7 +199,10 @@ class _Driver:
             raise asyncio.CancelledError
         for event in events:  # a store without append_many may have written part of it
             await self.emit(event)
-        task.result()  # an exception from the store propagates and nothing more is written
+        if error is not None:  # from the store: it propagates and nothing more is written
+            raise error
+        if done:  # store, model and executor may all answer without suspending: a run still
+            await asyncio.sleep(0)  # lets the rest of the event loop in once a commit
 
     async def flush(self) -> None:
         """Commit the held records, if any (an exception is leaving ``run()``)."""

@@ -160,11 +160,18 @@ class SQLiteStore(AsyncClosing):
         thread when the connection is open, idle and the write lock free at once; otherwise —
         another writer holds the lock, the worker is busy, the disk was slow — on the worker.
         """
-        batch = check_batch(run_id, records, sequence)
-        # Encoded on the caller's side, once: a record that cannot be encoded writes nothing.
-        rows = [(run_id, sequence + n, r.kind, r.to_json()) for n, r in enumerate(batch)]
+        batch, rows = _checked_rows(run_id, records, sequence)
         if not self._append_inline(run_id, batch, sequence, rows):
             await self._in_worker(self._append, run_id, batch, sequence, rows)
+
+    def _commit_now(self, run_id: str, records: Sequence[Record], sequence: int) -> bool:
+        """``append_many`` when it can commit on this thread without waiting; ``False``: nothing
+        was done, await ``append_many``. The loop calls it directly on an ``SQLiteStore`` (not
+        on a subclass), with no task (docs/design/0003)."""
+        if self._inline_paused:  # append_many counts the pause down, once per commit
+            return False
+        batch, rows = _checked_rows(run_id, records, sequence)
+        return self._append_inline(run_id, batch, sequence, rows)
 
     async def read_log(self, run_id: str) -> RunLog:
         validate_run_id(run_id)
@@ -518,6 +525,15 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         future.set_exception(error)
     else:
         future.set_result(result)
+
+
+def _checked_rows(
+    run_id: str, records: Sequence[Record], sequence: int
+) -> tuple[tuple[Record, ...], _Rows]:
+    """The checked batch and its rows, encoded on the caller's side once: a record that cannot
+    be encoded writes nothing."""
+    batch = check_batch(run_id, records, sequence)
+    return batch, [(run_id, sequence + n, r.kind, r.to_json()) for n, r in enumerate(batch)]
 
 
 def _set_durability(conn: sqlite3.Connection) -> None:
