@@ -64,7 +64,7 @@ def test_the_loop_benchmark_prints_ms_per_step_growth_and_the_floor(tmp_path: Pa
             "3",
             "6",
             "--rounds",
-            "1",
+            "2",
         ],
         capture_output=True,
         text=True,
@@ -77,8 +77,23 @@ def test_the_loop_benchmark_prints_ms_per_step_growth_and_the_floor(tmp_path: Pa
         assert re.search(rf"^\s+{steps}\s+\d+\.\d\d\s+{langgraph}\s+\d+\.\d\d$", out, re.M), out
     assert re.search(r"^polyloop growth 6/3: \d+\.\d\d$", out, flags=re.M), out
     assert re.search(r"^two-fsync floor ms/step: \d+\.\d{3}$", out, flags=re.M), out
+    for steps in (3, 6):  # each round's ratio to the floor, one per --rounds
+        assert re.search(rf"^floor x per round at {steps}: \d+\.\d\d \d+\.\d\d$", out, re.M), out
     assert re.search(r"^targets \(.*\): (met|NOT met)$", out, flags=re.M), out
     assert list(tmp_path.iterdir()) == []  # its temporary files are gone
+
+
+def test_the_loop_benchmark_refuses_zero_rounds_and_zero_steps() -> None:
+    for bad in (["--rounds", "0"], ["--steps", "0", "5"]):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "loop_steps.py"), *bad],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2, bad
+        assert "must be at least 1" in done.stderr, bad
 
 
 def test_the_long_run_benchmark_prints_us_per_step_and_growth() -> None:
