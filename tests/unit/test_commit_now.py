@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Coroutine, Generator, Sequence
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +52,12 @@ INSTANT: dict[str, Any] = {
 
 
 class TaskCounter:
-    """A task factory that counts the tasks made while it is installed."""
+    """A task factory that counts the tasks made while it is installed; ``on_task`` is called
+    when each is made."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_task: Callable[[], None] = lambda: None) -> None:
         self.made = 0
+        self.on_task = on_task
 
     def __call__(
         self,
@@ -64,12 +66,15 @@ class TaskCounter:
         **kwargs: Any,
     ) -> asyncio.Task[Any]:
         self.made += 1
+        self.on_task()
         return asyncio.Task(coro, loop=loop, **kwargs)
 
 
-async def tasks_made_by_a_run(store: RunStore, steps: int) -> int:
+async def tasks_made_by_a_run(
+    store: RunStore, steps: int, on_task: Callable[[], None] = lambda: None
+) -> int:
     loop = asyncio.get_running_loop()
-    counter = TaskCounter()
+    counter = TaskCounter(on_task)
     loop.set_task_factory(counter)
     try:
         result = await polyloop.run(agent(max_steps=steps), GOAL, store=store, **INSTANT)
@@ -91,13 +96,12 @@ async def test_an_open_sqlite_store_commits_with_no_task(tmp_path: Path) -> None
 async def test_an_sqlite_commit_that_must_wait_is_a_task(tmp_path: Path) -> None:
     async with SQLiteStore(tmp_path / "runs.db") as store:
         other_writer = sqlite3.connect(tmp_path / "runs.db", isolation_level=None)
-        other_writer.execute("BEGIN IMMEDIATE")  # holds the write lock for a moment
-        asyncio.get_running_loop().call_later(0.05, other_writer.rollback)
+        other_writer.execute("BEGIN IMMEDIATE")  # holds the write lock until a task is made
         try:
-            made = await tasks_made_by_a_run(store, steps=3)
+            made = await tasks_made_by_a_run(store, steps=3, on_task=other_writer.rollback)
         finally:
             other_writer.close()
-    assert made == 1  # the first commit waited on the worker, as a task; the others did not
+    assert made == 1  # the first commit could not start at once: a task; the others: none
 
 
 class CountingMemoryStore(MemoryStore):
