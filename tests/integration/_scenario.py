@@ -314,8 +314,8 @@ class PointedStore:
 
 
 class PointedBatchStore(PointedStore):
-    """A store wrapper with a point before and after every commit of a batch (``append_many``),
-    and — for SQLite — one inside it at every record's ``INSERT`` and at the ``COMMIT``."""
+    """A store wrapper with a point before and after every commit of a batch (``append_many``).
+    The loop runs a wrapper's commits as tasks (docs/design/0003)."""
 
     async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
         kinds = "+".join(record.kind for record in records)
@@ -323,23 +323,68 @@ class PointedBatchStore(PointedStore):
         await self.inner.append_many(run_id, records, sequence=sequence)  # type: ignore[attr-defined]
         self.points.passed(f"after_commit:{sequence}:{kinds}")
 
-    async def watch_inside_commits(self) -> bool:
-        """Put points inside SQLite's transaction (via the connection's statement trace)."""
-        if not isinstance(self.inner, SQLiteStore):
-            return False
-        store = self.inner
 
-        def traced(statement: str) -> None:
-            if statement.startswith("INSERT INTO polyloop_records"):
-                self.points.passed("inside_commit:insert")
-            elif statement == "COMMIT" and self.points.labels[-1:] == ["inside_commit:insert"]:
-                self.points.passed("inside_commit:commit")
+@dataclass
+class InPlaceCommits:
+    """How the commits of an :func:`pointed_in_place` store went: ``inline`` in the run's own
+    task (``_commit_now``), or through ``append_many``."""
 
-        def install(conn: sqlite3.Connection) -> None:
-            conn.set_trace_callback(traced)
+    inline: int = 0
+    awaited: int = 0
 
-        await store._in_worker(store._with_connection, install)
-        return True
+
+def pointed_in_place(store: SQLiteStore, points: CrashPoints) -> InPlaceCommits:
+    """The same points as :class:`PointedBatchStore`, put on ``store`` itself: the loop still
+    sees exactly an ``SQLiteStore`` and commits through its ``_commit_now`` with no task, so the
+    crash points cover that path. A commit ``_commit_now`` declines is awaited through
+    ``append_many``; its "before" point is passed once."""
+    commit_now, append_many = store._commit_now, store.append_many
+    counts = InPlaceCommits()
+    begun: set[int] = set()
+
+    def before(sequence: int, records: Sequence[Record]) -> str:
+        kinds = "+".join(record.kind for record in records)
+        if sequence not in begun:
+            begun.add(sequence)
+            points.passed(f"before_commit:{sequence}:{kinds}")
+        return f"after_commit:{sequence}:{kinds}"
+
+    def pointed_commit_now(run_id: str, records: Sequence[Record], sequence: int) -> bool:
+        after = before(sequence, records)
+        done = commit_now(run_id, records, sequence)
+        if done:
+            counts.inline += 1
+            points.passed(after)
+        return done
+
+    async def pointed_append_many(run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        after = before(sequence, records)
+        await append_many(run_id, records, sequence=sequence)
+        counts.awaited += 1
+        points.passed(after)
+
+    store._commit_now = pointed_commit_now  # type: ignore[method-assign]
+    store.append_many = pointed_append_many  # type: ignore[method-assign]
+    return counts
+
+
+async def watch_inside_commits(store: RunStore, points: CrashPoints) -> bool:
+    """Points inside SQLite's transaction, at every record's ``INSERT`` and at the ``COMMIT``
+    (via the connection's statement trace); ``False`` for any other store."""
+    if not isinstance(store, SQLiteStore):
+        return False
+
+    def traced(statement: str) -> None:
+        if statement.startswith("INSERT INTO polyloop_records"):
+            points.passed("inside_commit:insert")
+        elif statement == "COMMIT" and points.labels[-1:] == ["inside_commit:insert"]:
+            points.passed("inside_commit:commit")
+
+    def install(conn: sqlite3.Connection) -> None:
+        conn.set_trace_callback(traced)
+
+    await store._in_worker(store._with_connection, install)
+    return True
 
 
 class PointedModel:

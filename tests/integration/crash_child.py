@@ -3,7 +3,8 @@
 ``python -m tests.integration.crash_child run URL SCENARIO RUN_ID JOURNAL [--kill-at K]``
     runs the scenario from the start. Every write point it passes is counted (before and after
     each commit, inside it on SQLite — each record's INSERT and the COMMIT —, inside each model
-    call, inside each action after its side effect); with
+    call, inside each action after its side effect; on SQLite the points are put on the store
+    itself, so the loop commits as it does for any SQLiteStore, in the run's own task); with
     ``--kill-at K`` the process SIGKILLs itself at point K, else it prints one ``RESULT <json>``
     line with the run's result, its log and the labels of every point it passed.
 
@@ -25,6 +26,8 @@ from typing import Any
 import polyloop
 from polyloop.events import MemorySink
 from polyloop.models import ScriptedModel
+from polyloop.ports import RunStore
+from polyloop.stores import SQLiteStore
 from tests.integration._scenario import (
     SCENARIOS,
     CrashPoints,
@@ -35,7 +38,9 @@ from tests.integration._scenario import (
     log_data,
     make_agent,
     opened,
+    pointed_in_place,
     result_data,
+    watch_inside_commits,
 )
 
 
@@ -52,8 +57,15 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     }
     report: dict[str, Any] = {}
     async with opened(args.url) as real_store:
-        store = PointedBatchStore(real_store, points)
-        report["inside_commits"] = await store.watch_inside_commits()
+        # SQLite: the points on the store itself, so the loop commits in the run's own task
+        # as it does for any SQLiteStore; other stores: a wrapper, whose commits are tasks.
+        store: RunStore = real_store
+        in_place = None
+        if isinstance(real_store, SQLiteStore):
+            in_place = pointed_in_place(real_store, points)
+        else:
+            store = PointedBatchStore(real_store, points)
+        report["inside_commits"] = await watch_inside_commits(real_store, points)
         if args.mode == "run":
             result = await polyloop.run(
                 agent, "follow the script", run_id=args.run_id, store=store, **seams
@@ -71,6 +83,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         report["result"] = result_data(result)
         report["log"] = log_data(await real_store.read_log(args.run_id))
     report["points"] = points.labels
+    report["commits"] = None if in_place is None else [in_place.inline, in_place.awaited]
     report["events"] = [[event.sequence, event.record.kind] for event in events.events]
     return report
 

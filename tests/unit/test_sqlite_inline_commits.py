@@ -153,11 +153,16 @@ class Statements:
         return sum(fragment in statement for statement, _ in self.seen)
 
 
+async def statements_of(store: SQLiteStore) -> Statements:
+    statements = Statements()
+    await store._in_worker(store._with_connection, lambda c: c.set_trace_callback(statements))
+    return statements
+
+
 async def test_checkpoints_follow_every_nth_commit_on_its_thread_and_keep_the_wal_bounded(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    statements = Statements()
-    await store._in_worker(store._with_connection, lambda c: c.set_trace_callback(statements))
+    statements = await statements_of(store)
     monkeypatch.setattr(sqlite_module, "_CHECKPOINT_EVERY_COMMITS", 10)
     await store.append("r", started("r"), sequence=0)
     wal = store.path.with_name(store.path.name + "-wal")
@@ -180,8 +185,7 @@ async def test_checkpoints_follow_every_nth_commit_on_its_thread_and_keep_the_wa
 async def test_a_checkpoint_on_a_commit_sent_to_the_worker_runs_there(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    statements = Statements()
-    await store._in_worker(store._with_connection, lambda c: c.set_trace_callback(statements))
+    statements = await statements_of(store)
     monkeypatch.setattr(sqlite_module, "_CHECKPOINT_EVERY_COMMITS", 2)
     await store.append("r", started("r"), sequence=0)
 
@@ -196,8 +200,7 @@ async def test_a_checkpoint_on_a_commit_sent_to_the_worker_runs_there(
 async def test_inline_commits_set_the_busy_timeout_once_not_per_commit(
     store: SQLiteStore,
 ) -> None:
-    statements = Statements()
-    await store._in_worker(store._with_connection, lambda c: c.set_trace_callback(statements))
+    statements = await statements_of(store)
     await store.append("r", started("r"), sequence=0)
 
     await intents(store, "r", 1, 50)
