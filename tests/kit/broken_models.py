@@ -29,6 +29,7 @@ __all__ = [
     "RetriesClientErrorsForever",
     "ReturnsWhatTheCutStreamHad",
     "StreamingHttpModel",
+    "TranscribesAfterReturning",
     "opt_in",
 ]
 
@@ -85,6 +86,24 @@ class NormalisesTheCachedPrefixInPlace(ReferenceModel):
             first = self.prefix[0]
             self.prefix[0] = Message(role=first.role, content=f"{system.content}\n{first.content}")
         return await super().complete(messages)
+
+
+class TranscribesAfterReturning(ReferenceModel):
+    """Records the transcript in a background task, which appends the reply to the caller's
+    list once ``complete`` has returned — after a one-call probe compared it."""
+
+    def __init__(self) -> None:
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def complete(self, messages: Any) -> ModelReply:
+        reply = await super().complete(messages)
+        task = asyncio.create_task(self._transcribe(messages, reply))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return reply
+
+    async def _transcribe(self, messages: list[Message], reply: ModelReply) -> None:
+        messages.append(Message(role="assistant", content=reply.text))
 
 
 # ------------------------------------------------------------- the widened failure catalogue

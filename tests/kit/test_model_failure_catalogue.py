@@ -47,6 +47,11 @@ CASES = (
         "does_not_mutate_messages",
         r"given to call 1 \(during call 2\)",
     ),
+    Case(
+        "TranscribesAfterReturning",
+        "does_not_mutate_messages",
+        r"given to call 1 \(during call 2\)",
+    ),
     # The widened failure catalogue: three correct twins, five that break it.
     Case("HttpModel", "failure_is_an_exception", module="broken"),
     Case("DeadlineHttpModel", "failure_is_an_exception"),
@@ -138,7 +143,12 @@ async def test_each_failure_breaker_keeps_the_old_failures_and_fails_a_new_one(c
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
-    "impl", ["AppendsTheLastReplyToTheCallersList", "NormalisesTheCachedPrefixInPlace"]
+    "impl",
+    [
+        "AppendsTheLastReplyToTheCallersList",
+        "NormalisesTheCachedPrefixInPlace",
+        "TranscribesAfterReturning",
+    ],
 )
 async def test_each_mutation_breaker_leaves_the_list_of_its_only_call_alone(impl: str) -> None:
     """The old probe — one call on a fresh client, compared after — saw nothing wrong."""
@@ -147,7 +157,7 @@ async def test_each_mutation_breaker_leaves_the_list_of_its_only_call_alone(impl
     await client.complete(messages)
     assert messages == MESSAGES
     await client.complete(list(MESSAGES))
-    assert messages != MESSAGES  # the second call rewrote the first call's list
+    assert messages != MESSAGES  # changed by the time the second call returned
 
 
 @pytest.mark.asyncio
