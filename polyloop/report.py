@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 __all__ = [
+    "DELIBERATE",
     "OUTCOMES",
+    "READABLE_SCHEMAS",
     "SCHEMA",
     "Outcome",
     "ReportDiff",
@@ -36,6 +38,9 @@ __all__ = [
 ]
 
 SCHEMA = "polyloop-conformance/1"
+# Every schema tag the readers accept: a report written by an earlier or later kit of the same
+# format family stays readable (``polyloop report``, ``report diff``, baselines).
+READABLE_SCHEMAS = frozenset({"polyloop-conformance/1", "polyloop-conformance/2", SCHEMA})
 Outcome = Literal[
     "held",
     "violated",
@@ -69,7 +74,8 @@ _VERDICT_TEXT = {
 
 
 class ReportError(Exception):
-    """A file is not a readable ``polyloop-conformance/1`` report; the message names the file."""
+    """A file is not a readable report (see :data:`READABLE_SCHEMAS`); the message names the
+    file and is one line."""
 
 
 def schema() -> dict[str, Any]:
@@ -80,20 +86,59 @@ def schema() -> dict[str, Any]:
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
-    """Read and check a JSON report; raise :class:`ReportError` naming the file otherwise."""
+    """Read and check a JSON report; raise :class:`ReportError` naming the file otherwise.
+
+    Never anything else: a file nested too deeply for the parser, or holding text that cannot
+    be printed (an escaped lone surrogate), is a :class:`ReportError` too.
+    """
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
         raise ReportError(f"{path}: cannot read the report: {error.strerror or error}") from error
+    except RecursionError:
+        raise ReportError(f"{path}: not a report (JSON nested too deeply)") from None
     except ValueError as error:
-        raise ReportError(f"{path}: not JSON: {error}") from error
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ReportError(f"{path}: not JSON: {_one_line(str(error))}") from error
+    if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise ReportError(f"{path}: not a {SCHEMA} report (schema: {found!r})")
-    problem = _structure_problem(data)
+        accepted = " or ".join(sorted(READABLE_SCHEMAS))
+        raise ReportError(f"{path}: not a {accepted} report (schema: {_shown(found)})")
+    problem = _unprintable(data) or _structure_problem(data)
     if problem is not None:
         raise ReportError(f"{path}: {problem}")
     return data
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _shown(value: object) -> str:
+    """``repr`` of a value read from a file, short and printable whatever it holds."""
+    if not isinstance(value, str | int | float | bool | type(None)):
+        return type(value).__name__
+    text = repr(value).encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _unprintable(data: object) -> str | None:
+    """Where the report holds a string that cannot be written as UTF-8 (a lone surrogate, which
+    JSON can escape as ``\\ud800``), or ``None``. Walked without recursion: ``json`` already
+    refused what is nested too deeply for it, but this must not depend on that."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"malformed report (a string holds an unpaired surrogate: {_shown(value)})"
+    return None
 
 
 Check = tuple[str, Callable[[object], bool], str]  # field, test, what it must be
@@ -370,50 +415,127 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+# A move away from `held` to one of these is deliberate (it carries a reason: the waiver's or
+# the override's), so it is listed apart and is not a regression. Every other outcome, whatever
+# the outcome list holds now or later, is one.
+DELIBERATE: tuple[Outcome, ...] = ("waived", "overridden")
+NOT_RUN = "not run"  # what a diff calls a promise that the suite has but that was not run
+Move = tuple[Key, str, str]  # (key, outcome before, outcome after)
+
+
 @dataclass(frozen=True, slots=True)
 class ReportDiff:
-    """What changed between two reports, keyed by (implementation id, promise id)."""
+    """What changed between two reports, keyed by (implementation id, promise id).
 
-    regressed: list[Key] = field(default_factory=list)
-    recovered: list[Key] = field(default_factory=list)
+    ``regressed``: a promise of an implementation present in both reports that ``held`` before
+    and now has any other outcome (or was not run) — except ``waived`` and ``overridden``,
+    which are in ``changed``. ``lost`` names the implementations of OLD that NEW lacks; both are
+    regressions (:attr:`has_regression`). ``recovered``: moves to ``held`` from anything else.
+    ``changed``: every other move (``held → waived`` among them). ``appeared``/``disappeared``:
+    promises that only NEW's suite has, or that it no longer has; ``added``: implementations
+    only NEW has. None of those three is a regression.
+    """
+
+    regressed: list[Move] = field(default_factory=list)
+    recovered: list[Move] = field(default_factory=list)
     appeared: list[tuple[Key, str]] = field(default_factory=list)
     disappeared: list[tuple[Key, str]] = field(default_factory=list)
-    changed: list[tuple[Key, str, str]] = field(default_factory=list)
+    changed: list[Move] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+
+    @property
+    def has_regression(self) -> bool:
+        """Whether ``polyloop report diff`` exits 1."""
+        return bool(self.regressed or self.lost)
+
+
+def suite_of(report: Mapping[str, Any]) -> frozenset[tuple[str, str]]:
+    """``(seam, promise id)`` of every promise the report's kit had: run, or not run."""
+    return frozenset(
+        (str(item["seam"]), str(promise_id))
+        for item in report.get("implementations", [])
+        for promise_id in [*(p["id"] for p in item["promises"]), *(item.get("missing") or [])]
+    )
 
 
 def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> ReportDiff:
-    """Regressions (held → violated), recoveries (violated/pending → held), appeared and
-    disappeared promises, and any other outcome change."""
+    """Compare two reports (see :class:`ReportDiff` for the groups)."""
     before, after = outcomes_by_key(old), outcomes_by_key(new)
+    seams_before, seams_after = _seams(old), _seams(new)
+    suite_before, suite_after = suite_of(old), suite_of(new)
     diff = ReportDiff()
+    diff.lost.extend(sorted(seams_before.keys() - seams_after.keys()))
+    diff.added.extend(sorted(seams_after.keys() - seams_before.keys()))
     for key in sorted(before.keys() | after.keys()):
-        was, now = before.get(key), after.get(key)
-        if was is None and now is not None:
-            diff.appeared.append((key, now))
-        elif now is None and was is not None:
+        implementation, promise_id = key
+        if implementation not in seams_before or implementation not in seams_after:
+            continue  # lost or added: listed once, as an implementation
+        in_before = (seams_before[implementation], promise_id) in suite_before
+        in_after = (seams_after[implementation], promise_id) in suite_after
+        was = before.get(key, NOT_RUN if in_before else None)
+        now = after.get(key, NOT_RUN if in_after else None)
+        if was is None:
+            diff.appeared.append((key, str(now)))
+        elif now is None:
             diff.disappeared.append((key, was))
-        elif was == "held" and now == "violated":
-            diff.regressed.append(key)
-        elif was in ("violated", "pending") and now == "held":
-            diff.recovered.append(key)
-        elif was != now and was is not None and now is not None:
+        elif was == now:
+            continue
+        elif was == "held" and now not in DELIBERATE:
+            diff.regressed.append((key, was, now))
+        elif now == "held":
+            diff.recovered.append((key, was, now))
+        else:
             diff.changed.append((key, was, now))
     return diff
 
 
+def _seams(report: Mapping[str, Any]) -> dict[str, str]:
+    return {str(item["id"]): str(item["seam"]) for item in report.get("implementations", [])}
+
+
+def _reasons(report: Mapping[str, Any]) -> dict[Key, str]:
+    """The waiver reason of each promise that has one (shown beside a deliberate move)."""
+    return {
+        (item["id"], promise["id"]): str(promise["waiver_reason"])
+        for item in report.get("implementations", [])
+        for promise in item["promises"]
+        if promise.get("waiver_reason")
+    }
+
+
 def render_diff(diff: ReportDiff, old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
-    """The diff as text, regressions first."""
+    """The diff as text, regressions first; each move on its own line."""
     lines = [f"verdict: {old.get('verdict')} → {new.get('verdict')}"]
     if old.get("suite_hash") != new.get("suite_hash"):
         lines.append(f"suite: {old.get('suite_hash')} → {new.get('suite_hash')}")
+    reasons = _reasons(new)
+
+    def move(entry: Move) -> str:
+        (implementation, promise_id), was, now = entry
+        reason = reasons.get(entry[0]) if now in DELIBERATE else None
+        return f"{implementation}  {promise_id}  {was} → {now}" + (
+            f"  (reason: {reason})" if reason else ""
+        )
+
     sections: list[tuple[str, list[str]]] = [
-        ("regressed (held → violated)", [f"{i}  {p}" for i, p in diff.regressed]),
-        ("recovered", [f"{i}  {p}" for i, p in diff.recovered]),
-        ("appeared", [f"{i}  {p}  ({o})" for (i, p), o in diff.appeared]),
-        ("disappeared", [f"{i}  {p}  (was {o})" for (i, p), o in diff.disappeared]),
-        ("changed", [f"{i}  {p}  {a} → {b}" for (i, p), a, b in diff.changed]),
-    ]
+        ("regressed (held → anything but held, waived or overridden)", [
+            move(entry) for entry in diff.regressed
+        ]),
+        ("implementations missing from NEW (regressed)", list(diff.lost)),
+        ("recovered (now held)", [move(entry) for entry in diff.recovered]),
+        ("changed (not a regression)", [move(entry) for entry in diff.changed]),
+        ("new in NEW's suite", [f"{i}  {p}  ({o})" for (i, p), o in diff.appeared]),
+        ("no longer in NEW's suite", [f"{i}  {p}  (was {o})" for (i, p), o in diff.disappeared]),
+        ("implementations new in NEW", list(diff.added)),
+    ]  # fmt: skip
     for heading, entries in sections:
         lines.append(f"{heading}: {len(entries)}")
         lines.extend(f"  {entry}" for entry in entries)
+    regressions = len(diff.regressed) + len(diff.lost)
+    lines.append(
+        f"{regressions} regression{'' if regressions == 1 else 's'}"
+        if regressions
+        else "no regression"
+    )
     return "\n".join(lines) + "\n"

@@ -259,5 +259,5 @@ def test_report_file_on_a_malformed_report_is_one_line_and_exit_2(
     report.write_text(f'{{"schema": "polyloop-conformance/1", {body}}}', encoding="utf-8")
     assert main(["report", str(report), *(["--markdown"] if markdown else [])]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"polyloop report: {report}: ")
+    assert err.startswith(f"polyloop: error: {report}: ")
     assert len(err.strip().splitlines()) == 1
