@@ -14,6 +14,7 @@ plugin writes with it, ``polyloop report`` reads with it.
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -54,6 +55,8 @@ Outcome = Literal[
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)  # the report's order, written once above
 Key = tuple[str, str]  # (implementation id, promise id)
 _NULLABLE_TEXTS = ("why", "verify_yourself", "detail", "waiver_reason")  # of a promise
+# How Hypothesis introduces the example that broke a property (kept whole on a terminal).
+_EXAMPLE_MARKERS = ("Falsifying example", "Failing test case", "Failing explicit example")
 # The promises a reader must look at, in the order they are listed, with their headings.
 _ATTENTION = (
     ("violated", "violated"),
@@ -268,27 +271,41 @@ def _where(item: Mapping[str, Any]) -> str:
     return "" if str(item["id"]).startswith(f"{path}::") else f"  {source}"
 
 
-def render_text(report: Mapping[str, Any]) -> str:
+class _Whole(str):
+    """A line of terminal text never wrapped: a command to copy, a falsifying example."""
+
+    __slots__ = ()
+
+
+def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
     """The report as terminal text: one line per implementation, then each promise to look at
-    (unverifiable ones once per promise, with the implementations they apply to)."""
-    lines = [
+    (unverifiable ones once per promise, with the implementations they apply to).
+
+    With ``width`` (the terminal's), prose lines longer than it are wrapped between words —
+    so a node id or a path is never split and stays copyable — and continue indented; the
+    ``rerun:`` commands and Hypothesis's falsifying examples are left whole. The report itself
+    (JSON, Markdown) always keeps the full, unwrapped text.
+    """
+    lines: list[str] = [
         f"verdict: {_VERDICT_TEXT.get(report['verdict'], report['verdict'])}",
         f"kit {report.get('kit_version')}  suite {report.get('suite_hash')}  "
         f"pytest {report.get('pytest_version')}  python {report.get('python_version')}",
     ]
     implementations = report.get("implementations", [])
-    width = max((len(item["id"]) for item in implementations), default=0)
+    width_of_ids = max((len(item["id"]) for item in implementations), default=0)
     for item in implementations:
         lines.append(
-            f"{item['id']:<{width}}  {item['seam']}  {item['collected']}/{item['catalogue']}  "
-            f"{_counts_text(item['counts'])}{_where(item)}"
+            f"{item['id']:<{width_of_ids}}  {item['seam']}  {item['collected']}/"
+            f"{item['catalogue']}  {_counts_text(item['counts'])}{_where(item)}"
         )
         missing = item.get("missing") or []
         if missing:
-            lines.append(f"{'':<{width}}  not run: {', '.join(missing)}")
+            lines.append(f"{'':<{width_of_ids}}  not run: {', '.join(missing)}")
         if not item["counts"].get("held"):
-            lines.append(f"{'':<{width}}  no promise held: an empty contract never passes")
-        lines.extend(f"{'':<{width}}  {error}" for error in item.get("teardown_errors") or [])
+            lines.append(f"{'':<{width_of_ids}}  no promise held: an empty contract never passes")
+        lines.extend(
+            f"{'':<{width_of_ids}}  {error}" for error in item.get("teardown_errors") or []
+        )
     for outcome, heading in _ATTENTION:
         entries = _attention(report, outcome)
         if not entries:
@@ -302,16 +319,45 @@ def render_text(report: Mapping[str, Any]) -> str:
             if promise.get("waiver_reason"):
                 lines.append(f"      waiver: {promise['waiver_reason']}")
             if promise.get("detail") and outcome in ("violated", "pending"):
-                lines.extend(_indent(promise["detail"], "      "))
+                lines.extend(_detail_lines(promise["detail"], "      "))
             if outcome in ("violated", "stale_waiver", "pending"):
-                lines.append(f"      rerun: pytest --polyloop-conformance '{_suite_of(promise)}'")
+                command = f"pytest --polyloop-conformance '{_suite_of(promise)}'"
+                lines.append(_Whole(f"      rerun: {command}"))
     reran = _reran(report)
     if reran:
         lines += ["", f"{_reruns_heading(len(reran))}:"]
         lines += [
             f"  {item['id']}  {promise['id']} — {_after_reruns(promise)}" for item, promise in reran
         ]
+    if width is not None:
+        lines = [part for line in lines for part in _wrapped(line, width)]
     return "\n".join(lines) + "\n"
+
+
+def _detail_lines(detail: str, prefix: str) -> list[str]:
+    """A violation's detail, indented: its message is prose, the falsifying example (from
+    Hypothesis's marker on) is kept whole."""
+    lines: list[str] = []
+    whole = False
+    for line in _indent(detail, prefix):
+        whole = whole or line.strip().startswith(_EXAMPLE_MARKERS)
+        lines.append(_Whole(line) if whole else line)
+    return lines
+
+
+def _wrapped(line: str, width: int) -> list[str]:
+    if isinstance(line, _Whole) or len(line) <= width:
+        return [line]
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    return textwrap.wrap(
+        line.strip(),
+        width=max(width, len(indent) + 20),
+        initial_indent=indent,
+        subsequent_indent=indent + "    ",
+        break_long_words=False,  # a node id, a path or a command is never split
+        break_on_hyphens=False,
+        replace_whitespace=False,
+    ) or [line]
 
 
 def _reran(report: Mapping[str, Any]) -> list[tuple[Any, Any]]:

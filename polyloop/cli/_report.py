@@ -5,6 +5,7 @@ prints and picks the exit status)."""
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -68,7 +69,8 @@ def run_report_command(args: argparse.Namespace) -> int:
     except ReportError as error:
         return _refuse(str(error))
     try:
-        text = render_markdown(report) if args.markdown else render_text(report)
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        text = render_markdown(report) if args.markdown else render_text(report, width)
     except (KeyError, TypeError, AttributeError, ValueError) as error:
         # load_report checks what diffs and baselines key on; rendering needs every field.
         what = f"missing field {error.args[0]!r}" if isinstance(error, KeyError) else str(error)
