@@ -397,7 +397,7 @@ def _unverifiable_lines(entries: list[tuple[Mapping[str, Any], Mapping[str, Any]
         lines.append(f"  {promise_id} — {promise['promise']}")
         lines.append(f"      why: {promise.get('why')}")
         if promise.get("kept_by"):
-            lines.append(f"      kept by polyloop, guarded by: {promise['kept_by']}")
+            lines.append(f"      kept by polyloop, documented in: {promise['kept_by']}")
         else:
             lines.append(f"      verify it yourself: {promise.get('verify_yourself')}")
         lines.append(f"      for: {', '.join(item['id'] for item, _ in group)}")
@@ -447,7 +447,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             if outcome == "unverifiable" and promise.get("verify_yourself"):
                 line += f" — verify it yourself: {_md_cell(promise['verify_yourself'])}"
             if outcome == "kept_by_polyloop":
-                line += f" — kept by polyloop, guarded by: {_md_cell(promise['kept_by'])}"
+                line += f" — kept by polyloop, documented in: {_md_cell(promise['kept_by'])}"
             out.append(line)
             if outcome in ("violated", "pending") and promise.get("detail"):
                 out += ["", "  ```", *_indent(promise["detail"], "  "), "  ```"]
