@@ -241,3 +241,17 @@ def test_every_usage_line_names_the_command_and_its_arguments() -> None:
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.split("\n\n")[0] == usage
+
+
+def test_counts_in_refusals_use_the_singular_for_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # On main: "invalid run id '-' (1 chars)" and "already has a log (1 records)".
+    target = tmp_path / "runs.db"
+    started = RunStarted(run_id="one", goal="g", parameters={}, parameters_hash="h", started_at="t")
+    record_directly(target, "one", [started])
+
+    assert main(["show", "-", "--store", str(target)]) == 2
+    assert "invalid run id '-' (1 char):" in capsys.readouterr().err
+    assert main(["demo", "--run-id", "one", "--store", str(target)]) == 1
+    assert "'one' already has a log (1 record)" in capsys.readouterr().err
