@@ -326,3 +326,72 @@ def test_report_help_shows_both_forms_on_their_own_usage_lines() -> None:
         "usage: polyloop report [--markdown] FILE\n       polyloop report diff OLD NEW\n"
     )
     assert "..." not in done.stdout.split("\n\n")[0]
+
+
+# --------------------------------------------------------------------------- the CI how-to
+
+HOWTO = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "run-conformance-in-ci.md"
+
+
+def _block(kind: str, containing: str) -> str:
+    text = HOWTO.read_text(encoding="utf-8")
+    blocks = [b for b in text.split(f"```{kind}\n")[1:] if containing in b.split("```")[0]]
+    assert len(blocks) == 1, f"one {kind} block with {containing!r}"
+    return blocks[0].split("```")[0]
+
+
+def test_the_how_to_shows_what_report_diff_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shown = _block("console", "$ polyloop report diff")
+    command, expected = shown.split("\n", 1)
+    prefix = "action_executor."
+    old = report(
+        implementation(
+            "sql_executor",
+            {
+                f"{prefix}action_error_is_a_normal_observation_not_an_env_error": "held",
+                f"{prefix}returns_all_five_fields": "held",
+                f"{prefix}cancellation_propagates_and_is_not_swallowed": "pending",
+                f"{prefix}status_trigger_conditions": "held",
+            },
+        )
+    )
+    new = report(
+        implementation(
+            "sql_executor",
+            {
+                f"{prefix}action_error_is_a_normal_observation_not_an_env_error": "violated",
+                f"{prefix}returns_all_five_fields": "unverifiable",
+                f"{prefix}cancellation_propagates_and_is_not_swallowed": "held",
+                f"{prefix}status_trigger_conditions": "waived",
+            },
+            reasons={f"{prefix}status_trigger_conditions": "ticket 12"},
+        )
+    )
+    new["verdict"] = "violations"
+    status, out, err = diff_cli(tmp_path, old, new, capsys)
+    assert command == "$ polyloop report diff baseline/conformance.json conformance.json"
+    assert (status, err) == (1, "")
+    assert out == expected
+
+
+def test_the_how_to_github_actions_job_gates_on_report_diff() -> None:
+    yaml = pytest.importorskip("yaml")
+    job = yaml.safe_load(_block("yaml", "polyloop report diff"))
+    trigger = job.get("on", job.get(True))  # YAML 1.1 reads the key `on` as true
+    assert trigger == {"pull_request": None}
+    steps = job["jobs"]["conformance-diff"]["steps"]
+    runs = [step["run"] for step in steps if "run" in step]
+    assert runs[-1] == "venv-head/bin/polyloop report diff base.json head.json"
+    refs = [step.get("with", {}).get("ref") for step in steps if "checkout" in step.get("uses", "")]
+    assert refs == ["${{ github.event.pull_request.base.sha }}", None]
+    for script, report_name in zip(runs[:2], ("../base.json", "../head.json"), strict=True):
+        assert f"--polyloop-report {report_name}" in script
+        assert script.rstrip().endswith("|| [ $? -eq 1 ]")
+    # The tolerance lets exit 1 (violations: the report is written) through and nothing else.
+    for status, passes in ((0, True), (1, True), (2, False), (4, False), (5, False)):
+        done = subprocess.run(
+            ["bash", "-ec", f"(exit {status}) \\\n  || [ $? -eq 1 ]"], check=False
+        )
+        assert (done.returncode == 0) is passes
