@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import re
 import sqlite3
 import sys
@@ -54,6 +55,7 @@ Handler = Callable[[argparse.Namespace, TextIO], Coroutine[Any, Any, int]]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    _escape_unprintable_output()
     parser = _parser()
     try:
         args = _parse(parser, sys.argv[1:] if argv is None else list(argv))
@@ -81,6 +83,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _refuse(exc, FAILED)
         raise
     return int(status)
+
+
+def _escape_unprintable_output() -> None:
+    """A path or URL the user gave may hold bytes that are not text (``\\udcff`` on POSIX):
+    printing it back must show it escaped, not end in a ``UnicodeEncodeError``."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            # A stream that cannot change is left as it is.
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                reconfigure(errors="backslashreplace")
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

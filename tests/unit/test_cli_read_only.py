@@ -255,3 +255,29 @@ def test_counts_in_refusals_use_the_singular_for_one(
     assert "invalid run id '-' (1 char):" in capsys.readouterr().err
     assert main(["demo", "--run-id", "one", "--store", str(target)]) == 1
     assert "'one' already has a log (1 record)" in capsys.readouterr().err
+
+
+def test_a_store_path_that_is_not_text_is_printed_escaped(tmp_path: Path) -> None:
+    # On main, with a UTF-8 stdout, `demo` recorded the run and then failed printing the path
+    # ("'utf-8' codec can't encode character '\udcff'"), exit 2.
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    for argv in (["demo", "--run-id", "r"], ["runs"], ["show", "r"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "polyloop.cli", *argv, "--store", b"\xff.db"],
+            cwd=tmp_path,
+            capture_output=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == b""
+    assert (
+        b"recorded in \\udcff.db"
+        in subprocess.run(
+            [sys.executable, "-m", "polyloop.cli", "demo", "--store", b"\xff.db"],
+            cwd=tmp_path,
+            capture_output=True,
+            env=env,
+            timeout=60,
+        ).stdout
+    )
