@@ -277,35 +277,33 @@ class _Whole(str):
     __slots__ = ()
 
 
-def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
+def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
     """The report as terminal text: one line per implementation, then each promise to look at
     (unverifiable ones once per promise, with the implementations they apply to).
 
-    With ``width`` (the terminal's), prose lines longer than it are wrapped between words —
+    With ``columns`` (the terminal's width), prose lines longer than it are wrapped between words —
     so a node id or a path is never split and stays copyable — and continue indented; the
     ``rerun:`` commands and Hypothesis's falsifying examples are left whole. The report itself
     (JSON, Markdown) always keeps the full, unwrapped text.
     """
-    lines: list[str] = [
+    lines = [
         f"verdict: {_VERDICT_TEXT.get(report['verdict'], report['verdict'])}",
         f"kit {report.get('kit_version')}  suite {report.get('suite_hash')}  "
         f"pytest {report.get('pytest_version')}  python {report.get('python_version')}",
     ]
     implementations = report.get("implementations", [])
-    width_of_ids = max((len(item["id"]) for item in implementations), default=0)
+    width = max((len(item["id"]) for item in implementations), default=0)
     for item in implementations:
         lines.append(
-            f"{item['id']:<{width_of_ids}}  {item['seam']}  {item['collected']}/"
-            f"{item['catalogue']}  {_counts_text(item['counts'])}{_where(item)}"
+            f"{item['id']:<{width}}  {item['seam']}  {item['collected']}/{item['catalogue']}  "
+            f"{_counts_text(item['counts'])}{_where(item)}"
         )
         missing = item.get("missing") or []
         if missing:
-            lines.append(f"{'':<{width_of_ids}}  not run: {', '.join(missing)}")
+            lines.append(f"{'':<{width}}  not run: {', '.join(missing)}")
         if not item["counts"].get("held"):
-            lines.append(f"{'':<{width_of_ids}}  no promise held: an empty contract never passes")
-        lines.extend(
-            f"{'':<{width_of_ids}}  {error}" for error in item.get("teardown_errors") or []
-        )
+            lines.append(f"{'':<{width}}  no promise held: an empty contract never passes")
+        lines.extend(f"{'':<{width}}  {error}" for error in item.get("teardown_errors") or [])
     for outcome, heading in _ATTENTION:
         entries = _attention(report, outcome)
         if not entries:
@@ -329,8 +327,8 @@ def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
         lines += [
             f"  {item['id']}  {promise['id']} — {_after_reruns(promise)}" for item, promise in reran
         ]
-    if width is not None:
-        lines = [part for line in lines for part in _wrapped(line, width)]
+    if columns is not None:
+        lines = [part for line in lines for part in _wrapped(line, columns)]
     return "\n".join(lines) + "\n"
 
 
@@ -345,13 +343,13 @@ def _detail_lines(detail: str, prefix: str) -> list[str]:
     return lines
 
 
-def _wrapped(line: str, width: int) -> list[str]:
-    if isinstance(line, _Whole) or len(line) <= width:
+def _wrapped(line: str, columns: int) -> list[str]:
+    if isinstance(line, _Whole) or len(line) <= columns:
         return [line]
     indent = line[: len(line) - len(line.lstrip(" "))]
     return textwrap.wrap(
         line.strip(),
-        width=max(width, len(indent) + 20),
+        width=max(columns, len(indent) + 20),
         initial_indent=indent,
         subsequent_indent=indent + "    ",
         break_long_words=False,  # a node id, a path or a command is never split
