@@ -185,7 +185,7 @@ async def _runs(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         await _close(store)
     if not logs:
-        print(f"no runs in {args.store}", file=out)
+        print(f"no runs in {args.store}{_memory_hint(args.store)}", file=out)
         return 0
     logs.sort(key=lambda item: (_started_at(item[1]), item[0]))
     rows = [("RUN ID", "STARTED AT", "STOP REASON", "STEPS")]
@@ -225,7 +225,7 @@ async def _show(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         await _close(store)
     if not log.records:
-        raise CommandError(f"no run {run_id!r} in {args.store}")
+        raise CommandError(f"no run {run_id!r} in {args.store}{_memory_hint(args.store)}")
     _print_trajectory(run_id, log, out)
     return 0
 
@@ -244,6 +244,12 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _memory_hint(url: str) -> str:
+    if url != "memory:":
+        return ""
+    return " (a memory: store starts empty in every command; record to a file to read it back)"
 
 
 async def _close(store: RunStore | ReadOnlySQLite) -> None:

@@ -281,3 +281,12 @@ def test_a_store_path_that_is_not_text_is_printed_escaped(tmp_path: Path) -> Non
             timeout=60,
         ).stdout
     )
+
+
+def test_reading_a_memory_store_says_it_is_empty_in_every_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["runs", "--store", "memory:"]) == 0
+    assert "a memory: store starts empty in every command" in capsys.readouterr().out
+    assert main(["show", "r", "--store", "memory:"]) == 1
+    assert "a memory: store starts empty in every command" in capsys.readouterr().err
