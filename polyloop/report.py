@@ -104,8 +104,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
         raise ReportError(f"{path}: not JSON: {_one_line(str(error))}") from error
     if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        accepted = " or ".join(sorted(READABLE_SCHEMAS))
-        raise ReportError(f"{path}: not a {accepted} report (schema: {_shown(found)})")
+        raise ReportError(f"{path}: not a {SCHEMA} report (schema: {_shown(found)})")
     problem = _unprintable(data) or _structure_problem(data)
     if problem is not None:
         raise ReportError(f"{path}: {problem}")
