@@ -38,6 +38,23 @@ def test_four_slashes_is_an_absolute_path(tmp_path: Path) -> None:
     assert store.path == tmp_path / "runs.db"
 
 
+@pytest.mark.parametrize("given", ["runs.db", "sub/runs.db", "./a:b.db", "memory.db"])
+def test_a_plain_path_is_a_sqlite_store_like_three_slashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    # On main a plain path was refused: "unsupported store URL 'runs.db'".
+    monkeypatch.chdir(tmp_path)
+
+    store = open_store(given)
+    absolute = open_store(str(tmp_path / given))
+
+    assert isinstance(store, SQLiteStore)
+    assert isinstance(absolute, SQLiteStore)
+    assert store.path == absolute.path == (tmp_path / given).absolute()
+    assert store.path == open_store(f"sqlite:///{given}").path  # type: ignore[attr-defined]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_opening_a_sqlite_url_touches_no_file(tmp_path: Path) -> None:
     target = tmp_path / "runs.db"
 
@@ -57,8 +74,11 @@ def test_opening_a_sqlite_url_touches_no_file(tmp_path: Path) -> None:
         "sqlite:///",
         "sqlite:///dir/",
         "mysql://user@host/db",
-        "runs.db",
-        "/var/lib/runs.db",
+        "c:runs.db",
+        "sqlite",
+        "postgresql",
+        " ",
+        "dir/",
     ],
 )
 def test_a_bad_url_is_a_one_line_value_error_listing_the_accepted_forms(url: str) -> None:
