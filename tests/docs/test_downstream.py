@@ -32,9 +32,7 @@ def test_the_downstream_project_is_conformant_outside_the_checkout(tmp_path: Pat
     project = tmp_path / "downstream"
     shutil.copytree(DOWNSTREAM, project, ignore=shutil.ignore_patterns("__pycache__"))
     report = tmp_path / "report.json"
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS", "PYTHONPATH")
-    }
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS", "PYTHONPATH")}
     done = subprocess.run(
         [
             sys.executable,

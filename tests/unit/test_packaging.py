@@ -63,9 +63,7 @@ def test_the_wheels_metadata_names_the_version_the_plugin_and_the_script(wheel: 
     assert re.search(r"^\[console_scripts\]\npolyloop = polyloop\.cli:main$", entry_points, re.M)
 
 
-def test_the_runtime_reads_its_files_from_the_unpacked_wheel(
-    wheel: Path, tmp_path: Path
-) -> None:
+def test_the_runtime_reads_its_files_from_the_unpacked_wheel(wheel: Path, tmp_path: Path) -> None:
     """Unpacked alone on sys.path (-I: no checkout, no site-packages), the package finds its
     report schema and its py.typed markers through importlib.resources."""
     zipfile.ZipFile(wheel).extractall(tmp_path)
