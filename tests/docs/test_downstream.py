@@ -1,4 +1,6 @@
-"""examples/downstream is a project of its own that uses polyloop as an installed package: run from
+"""The examples run without deprecation warnings, as their users run them.
+
+examples/downstream is a project of its own that uses polyloop as an installed package: run from
 a copy outside the checkout, its conformance job finds the plugin through the package's pytest11
 entry point (it has no conftest and no ``pytest_plugins``), judges one tagged implementation of
 each of the five seams conformant, and prints no deprecation warning (``-W error``).
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -63,3 +66,43 @@ def test_the_downstream_project_is_conformant_outside_the_checkout(tmp_path: Pat
     seams = {impl["seam"] for impl in data["implementations"]}
     assert seams == SEAMS
     assert len(data["implementations"]) == len(SEAMS)
+
+
+def test_the_tool_agent_example_runs_without_deprecation_warnings() -> None:
+    done = subprocess.run(
+        [sys.executable, "-W", "error::DeprecationWarning", "examples/tool_agent/run.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "stop reason: task_completed"
+    assert "Warning" not in done.stderr, done.stderr
+
+
+def test_the_subclassing_example_with_the_guides_configuration_warns_nothing(
+    tmp_path: Path,
+) -> None:
+    """Plain pytest (no conformance flag) in a project configured as the how-to says."""
+    guide = (ROOT / "docs" / "how-to" / "conformance-by-subclassing.md").read_text("utf-8")
+    [config] = re.findall(r"```toml\n(.*?)```", guide, flags=re.S)
+    (tmp_path / "pyproject.toml").write_text(config, encoding="utf-8")
+    for path in (ROOT / "examples" / "conformance_by_subclassing").glob("*.py"):
+        shutil.copy(path, tmp_path / path.name)
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS", "PYTHONPATH")}
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-W", "error::DeprecationWarning"),
+            *("-p", "no:randomly", "-p", "no:cacheprovider"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "29 passed, 2 skipped" in out
+    assert "Warning" not in out, out

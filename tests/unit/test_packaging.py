@@ -107,3 +107,9 @@ def test_the_kit_reports_the_one_version() -> None:
     from polyloop.testing import KIT_VERSION
 
     assert KIT_VERSION == polyloop.__version__ == __version__
+
+
+def test_the_readmes_wheel_name_is_the_current_versions() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    wheels = set(re.findall(r"polyloop-[^\s'\]]+\.whl", readme))
+    assert wheels == {f"polyloop-{__version__}-py3-none-any.whl"}
