@@ -109,7 +109,8 @@ def test_the_kit_reports_the_one_version() -> None:
     assert KIT_VERSION == polyloop.__version__ == __version__
 
 
-def test_the_readmes_wheel_name_is_the_current_versions() -> None:
-    readme = (ROOT / "README.md").read_text("utf-8")
-    wheels = set(re.findall(r"polyloop-[^\s'\]]+\.whl", readme))
+def test_the_docs_name_the_current_versions_wheel() -> None:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    text = "".join(page.read_text("utf-8") for page in pages)
+    wheels = set(re.findall(r"polyloop-[^\s'\]/]+\.whl", text))
     assert wheels == {f"polyloop-{__version__}-py3-none-any.whl"}
