@@ -114,3 +114,16 @@ def test_the_docs_name_the_current_versions_wheel() -> None:
     text = "".join(page.read_text("utf-8") for page in pages)
     wheels = set(re.findall(r"polyloop-[^\s'\]/]+\.whl", text))
     assert wheels == {f"polyloop-{__version__}-py3-none-any.whl"}
+
+
+def test_the_testing_extra_brings_what_the_docs_suggest_using() -> None:
+    """`-n auto` is suggested for the conformance job: pytest-xdist comes with `testing`, and
+    .ci/run builds and checks the artifacts with tools of `dev`."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    names = {
+        extra: {re.split(r"[<>=\[ ]", req)[0] for req in reqs} for extra, reqs in extras.items()
+    }
+    assert "pytest-xdist" in names["testing"]
+    assert {"build", "twine", "hatchling"} <= names["dev"]
