@@ -45,9 +45,9 @@ from typing import Any, ClassVar, Literal, NoReturn, TypeVar
 import hypothesis
 import pytest
 
-import polyloop
 from polyloop import errors as _errors
 from polyloop import types as _types
+from polyloop._version import __version__
 from polyloop.testing._time_limit import parse_time_limit
 from polyloop.types import canonical_json
 
@@ -61,7 +61,7 @@ __all__ = [
     "unverifiable_promise",
 ]
 
-KIT_VERSION: str = polyloop.__version__
+KIT_VERSION: str = __version__
 
 PromiseKind = Literal["checked", "unverifiable"]
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -25,6 +25,7 @@ from polyloop.testing import (
     parse_skip_reason,
 )
 from polyloop.testing._crash_writer import FactoryError, load_factory
+from tests.conftest import require_extra
 from tests.kit._sandbox import SANDBOX_ARGS, run_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -191,7 +192,7 @@ def test_a_factory_that_does_not_import_fails_both_crash_promises_naming_it(
 def test_the_reference_pages_complete_opt_in_example_checks_every_opt_in(
     pytester: pytest.Pytester,
 ) -> None:
-    pytest.importorskip("openai", reason="the example's failing client is OpenAIChatModel")
+    require_extra("openai")  # the example's failing client is OpenAIChatModel
     page = (ROOT / "docs" / "reference" / "contract-kit.md").read_text("utf-8")
     example = re.search(
         r"A complete example.*?```python\n(.*?)```\n\n<!-- opt-in example end -->", page, re.S

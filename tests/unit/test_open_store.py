@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from polyloop.stores import MemoryStore, SQLiteStore, open_store
+from tests.conftest import require_extra
 
 
 def test_memory_url_gives_a_fresh_memory_store_each_time() -> None:
@@ -121,9 +122,7 @@ def test_a_postgres_url_without_psycopg_says_how_to_install_it(
 
 @pytest.mark.parametrize("scheme", ["postgresql", "postgres"])
 def test_a_postgres_url_makes_a_postgres_store_with_the_url_as_dsn(scheme: str) -> None:
-    pytest.importorskip(
-        "psycopg", reason="needs the postgres extra: pip install 'polyloop[postgres]'"
-    )
+    require_extra("postgres")
     postgres = importlib.import_module("polyloop.stores._postgres")
     dsn = f"{scheme}://alice@127.0.0.1:1/runs"  # port 1: nothing listens, and nothing connects
 

@@ -12,9 +12,10 @@ import pytest
 import pytest_asyncio
 
 import polyloop
+from polyloop.models import OpenAIChatModel  # lazy: OpenAIChatModel imports openai when built
+from tests.conftest import require_extra
 
-pytest.importorskip("openai", reason="needs the openai extra: pip install 'polyloop[openai]'")
-from polyloop.models import OpenAIChatModel
+require_extra("openai")
 
 
 @dataclass
