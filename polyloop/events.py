@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from polyloop._closing import AsyncClosing
+from polyloop._utf8_json import utf8_json
 from polyloop.types import (
     ActionIntent,
     Event,
@@ -149,7 +150,7 @@ class JsonlSink(AsyncClosing):
                 "record": json.loads(event.record.to_json()),
             }
         )
-        data = (line + "\n").encode("utf-8", errors="backslashreplace")
+        data = (utf8_json(line) + "\n").encode("utf-8")
         if self._file is None:
             self._file = self.path.open("ab")
         self._file.write(data)
