@@ -103,7 +103,9 @@ class LoggingSink:
 
     ``logger`` defaults to ``logging.getLogger("polyloop.events")``; ``level`` to ``INFO``.
     Texts from the model (goal, action, errors) are ``repr``-quoted and cut to 60 characters,
-    so a log line is always one line. Logging's own handler errors are handled by ``logging``
+    so a log line is always one line. The whole event rides along on the log record as its
+    ``polyloop_event`` attribute (logging's ``extra``), for a handler or a structured formatter
+    that ships it on. Logging's own handler errors are handled by ``logging``
     (``Handler.handleError``), never raised into the run.
     """
 
@@ -119,6 +121,7 @@ class LoggingSink:
             event.sequence,
             event.record.kind,
             _summary(event.record),
+            extra={"polyloop_event": event},
         )
 
     def __repr__(self) -> str:
