@@ -173,7 +173,7 @@ _READ_BACK_LINE = (
     "— the events as your sink delivered them, read back from where they arrive — from the "
     "`sink_samples` fixture of your EventSinkContract subclass, or from a fixture named by "
     "@pytest_polyloop.seam('event_sink', samples='<fixture>') or by the ini line "
-    "'event_sink:<sink fixture>:<samples fixture>' in polyloop_implementations, and the kit "
+    "'event_sink:<sink fixture>:<samples fixture>' in polyloop_seams, and the kit "
     "checks this"
 )
 _DELIVERY_PROMISE = "under concurrent emits each event is delivered exactly once and intact"
