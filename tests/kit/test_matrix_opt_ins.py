@@ -1,7 +1,8 @@
 """The opt-in promises can fail too: their own broken-implementation matrix.
 
-Five promises are checked only when the implementer hands over one more sample (a store
-factory, a failing-client factory, an action to refuse, a hook that breaks the environment);
+Some promises are checked only when the implementer hands over one more sample (a store
+factory, a failing-client factory, an action to refuse, a hook that breaks the environment, a
+sink's delivery read back);
 without it they skip as ``unverifiable`` (``test_matrix.py`` checks that). Here every opt-in
 promise runs with its sample: the correct implementations keep them all, each broken one fails
 exactly the promises it is written to break, for the reason it is written to break them.
