@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
+from polyloop._utf8_json import utf8_json
 from polyloop.errors import SchemaVersionError
 from polyloop.types import (
     MAX_NESTING,
@@ -103,6 +104,10 @@ _ENCODER = json.JSONEncoder(
 def record_to_json(record: Record) -> str:
     """See ``Record.to_json()`` (the public name).
 
+    The text is always valid UTF-8: a lone surrogate is written as its JSON escape
+    (:func:`polyloop._utf8_json.utf8_json`), so every store that keeps this text as it is
+    round-trips every string Python and JSON accept.
+
     Every record but ``RunStarted`` holds user data whose depth its own type already bounds
     (``Action.tool_args``, ``ModelReply.usage``): it is encoded in one pass of the C encoder,
     the hot path of every commit. ``RunStarted`` carries the agent's parameters — tool schemas
@@ -111,11 +116,11 @@ def record_to_json(record: Record) -> str:
     if isinstance(record, RunStarted):
         body = _jsonable(record)
         assert isinstance(body, dict)
-        return canonical_json({"kind": record.kind, **body})
+        return utf8_json(canonical_json({"kind": record.kind, **body}))
     fields = _plain(record)
     assert isinstance(fields, dict)
     try:
-        return _ENCODER.encode({"kind": record.kind, **fields})
+        return utf8_json(_ENCODER.encode({"kind": record.kind, **fields}))
     except RecursionError:
         raise ValueError(f"{record.kind} holds data nested too deeply or circular") from None
 

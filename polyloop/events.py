@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from polyloop._closing import AsyncClosing
+from polyloop._utf8_json import utf8_json
 from polyloop.types import (
     ActionIntent,
     Event,
@@ -102,7 +103,9 @@ class LoggingSink:
 
     ``logger`` defaults to ``logging.getLogger("polyloop.events")``; ``level`` to ``INFO``.
     Texts from the model (goal, action, errors) are ``repr``-quoted and cut to 60 characters,
-    so a log line is always one line. Logging's own handler errors are handled by ``logging``
+    so a log line is always one line. The whole event rides along on the log record as its
+    ``polyloop_event`` attribute (logging's ``extra``), for a handler or a structured formatter
+    that ships it on. Logging's own handler errors are handled by ``logging``
     (``Handler.handleError``), never raised into the run.
     """
 
@@ -118,6 +121,7 @@ class LoggingSink:
             event.sequence,
             event.record.kind,
             _summary(event.record),
+            extra={"polyloop_event": event},
         )
 
     def __repr__(self) -> str:
@@ -149,7 +153,7 @@ class JsonlSink(AsyncClosing):
                 "record": json.loads(event.record.to_json()),
             }
         )
-        data = (line + "\n").encode("utf-8", errors="backslashreplace")
+        data = (utf8_json(line) + "\n").encode("utf-8")
         if self._file is None:
             self._file = self.path.open("ab")
         self._file.write(data)

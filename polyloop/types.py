@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
+from polyloop._utf8_json import utf8_json
 from polyloop.tools import ToolRegistry
 
 __all__ = [
@@ -105,8 +106,9 @@ def usage_problem(usage: object) -> str | None:
 
 
 def parameters_hash(parameters: Mapping[str, Any]) -> str:
-    """``"sha256:" + sha256(canonical_json(parameters))``."""
-    digest = hashlib.sha256(canonical_json(dict(parameters)).encode("utf-8")).hexdigest()
+    """``"sha256:" + sha256(canonical_json(parameters))``, a lone surrogate hashed as its JSON
+    escape (the text a record stores)."""
+    digest = hashlib.sha256(utf8_json(canonical_json(dict(parameters))).encode("utf-8")).hexdigest()
     return f"sha256:{digest}"
 
 
@@ -346,7 +348,12 @@ class _JsonRecord:
     kind: ClassVar[str]
 
     def to_json(self) -> str:
-        """This record as canonical JSON; :func:`record_from_json` is its exact inverse."""
+        """This record as canonical JSON; :func:`record_from_json` is its exact inverse.
+
+        The text is always valid UTF-8: a lone surrogate (``"\\ud800"``) is written as its JSON
+        escape, everything else as canonical JSON writes it, so a store that keeps this text as
+        it is round-trips every string Python and JSON accept. (A high surrogate directly followed
+        by a low one is a UTF-16 pair, which JSON reads back as the one character it spells.)"""
         from polyloop._codec import record_to_json  # the codec imports this module: bound late
 
         return record_to_json(self)  # type: ignore[arg-type]  # every subclass is a Record

@@ -14,7 +14,6 @@ the row lock).
 from __future__ import annotations
 
 import asyncio
-import json
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,8 +54,10 @@ _SCHEMA_LOCK_KEY: Final = "schema"
 # jsonb would re-order keys (by length) and drop the canonical byte form, and it rejects the
 # escape ``\u0000`` that canonical JSON uses for a NUL character inside a string, so a record
 # holding "\x00" could not be stored at all. Canonical JSON escapes every control character, so
-# the text never contains a raw NUL (which a PostgreSQL text value cannot hold). Queries can
-# still cast ``body::jsonb`` where no record contains a NUL.
+# the text never contains a raw NUL (which a PostgreSQL text value cannot hold). The codec
+# writes a lone surrogate as its escape, so the text is always valid UTF-8 and is stored as
+# the codec gives it. Queries can still cast ``body::jsonb`` where no record contains a NUL or
+# a lone surrogate (jsonb refuses the escape of either).
 _SCHEMA: Final = (
     """
     CREATE TABLE IF NOT EXISTS polyloop_schema (
@@ -109,27 +110,6 @@ def _describe_dsn(dsn: str) -> str:
             raise ValueError(f"invalid PostgreSQL DSN: port {port!r} is not a number")
     shown = {k: v for k, v in params.items() if k in {"host", "hostaddr", "port", "dbname", "user"}}
     return " ".join(f"{k}={v}" for k, v in sorted(shown.items())) or "(libpq defaults)"
-
-
-def _body_text(record: Record) -> str:
-    """The text stored for a record: its canonical JSON, encodable as UTF-8.
-
-    A str holding a lone surrogate (say from ``bytes.decode(errors="surrogateescape")``) makes
-    canonical JSON unencodable; only then the same JSON value is written with ASCII escapes,
-    which ``record_from_json`` decodes to the identical record.
-    """
-    body = record.to_json()
-    try:
-        body.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(
-            json.loads(body),
-            sort_keys=True,
-            ensure_ascii=True,
-            separators=(",", ":"),
-            allow_nan=False,
-        )
-    return body
 
 
 @dataclass(slots=True)
@@ -203,7 +183,7 @@ class PostgresStore(AsyncClosing):
         lock, and the first violation is raised with nothing written.
         """
         batch = check_batch(run_id, records, sequence)
-        rows = [(run_id, sequence + n, r.kind, _body_text(r)) for n, r in enumerate(batch)]
+        rows = [(run_id, sequence + n, r.kind, r.to_json()) for n, r in enumerate(batch)]
         last = batch[-1]
         finished = isinstance(last, RunFinished)
         # Copied out of the body so runs can be filed by stop reason in plain SQL.

@@ -16,12 +16,13 @@ Needs the ``testing`` extra (pytest, pytest-asyncio, hypothesis): ``pip install
 polyloop[testing]``. The runtime core never imports this package.
 
 Public surface: the five suites and :class:`ContractBase`; the samples types (the optional
-:class:`StoreSamples` and the optional fields of the others turn the failure promises on); the
-skip helpers :func:`unverifiable` / :func:`not_applicable` / :func:`kept_by_polyloop` and
-:class:`ContractSkip`; the catalogue interface :class:`PromiseSpec`, :func:`suite_hash`,
-:data:`BUILTIN_SUITES`, :data:`KIT_VERSION`; :class:`SubclassMisuse` (a subclass's bad waiver); the
-Hypothesis strategies in :mod:`polyloop.testing.strategies`; and :class:`RunStoreStateMachine`,
-which drives any store against the reference ``MemoryStore``.
+:class:`StoreSamples` and :class:`EventSinkSamples`, and the optional fields of the others, turn
+the failure and delivery promises on); the skip helpers :func:`unverifiable` /
+:func:`not_applicable` / :func:`kept_by_polyloop` and :class:`ContractSkip`; the catalogue
+interface :class:`PromiseSpec`, :func:`suite_hash`, :data:`BUILTIN_SUITES`,
+:data:`KIT_VERSION`; :class:`SubclassMisuse` (a subclass's bad waiver); the Hypothesis
+strategies in :mod:`polyloop.testing.strategies`; and :class:`RunStoreStateMachine`, which
+drives any store against the reference ``MemoryStore``.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from polyloop.testing._model_client import ModelClientContract  # noqa: E402
 from polyloop.testing._run_store import RunStoreContract  # noqa: E402
 from polyloop.testing._samples import (  # noqa: E402
     ActionSamples,
+    EventSinkSamples,
     ModelSamples,
     ParserSamples,
     StoreSamples,
@@ -99,6 +101,7 @@ __all__ = [
     "ContractSkip",
     "DecisionParserContract",
     "EventSinkContract",
+    "EventSinkSamples",
     "ModelClientContract",
     "ModelSamples",
     "ParserSamples",

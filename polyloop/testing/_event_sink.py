@@ -2,16 +2,21 @@
 
 A sink receives one event per appended log record: dashboards, trace exporters, log shippers.
 Its failures must never cost a run, so what is checked here is that it accepts everything the
-loop can emit, under concurrency, and lets cancellation through.
+loop can emit, under concurrency, and lets cancellation through — and, where the implementer
+hands over a way to read its delivery back (:class:`~polyloop.testing.EventSinkSamples`), that
+each event arrives exactly once and intact.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from polyloop.ports import EventSink
@@ -20,13 +25,27 @@ from polyloop.testing._base import (
     ContractBase,
     bounded_settings,
     missing_fixture,
+    require_samples,
     require_seam,
     unverifiable_promise,
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
-from polyloop.testing._shapes import short
-from polyloop.testing._skips import kept_by_polyloop
-from polyloop.types import Event, ModelCallIntent, RunStarted
+from polyloop.testing._samples import EventSinkSamples
+from polyloop.testing._shapes import mismatch, short
+from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
+from polyloop.types import (
+    Action,
+    ActionIntent,
+    Event,
+    ModelCallIntent,
+    ModelReplied,
+    ModelReply,
+    Record,
+    RunStarted,
+    StepCompleted,
+    StepRecord,
+    parameters_hash,
+)
 
 __all__ = ["EventSinkContract"]
 
@@ -34,7 +53,8 @@ _CONCURRENT_EMITS = 50
 
 
 def _one_of_each_kind() -> st.SearchStrategy[tuple[Event, ...]]:
-    """Six events, one per record kind, for one run id with sequence numbers 0..5 (and others)."""
+    """Six events, one per record kind, for one run id with sequence numbers 0..5 (and others);
+    one example in eight adds a seventh whose record carries up to 1 MiB of text."""
     kinds = (
         pst.run_started_records(),
         pst.model_call_intent_records(),
@@ -43,15 +63,181 @@ def _one_of_each_kind() -> st.SearchStrategy[tuple[Event, ...]]:
         pst.step_completed_records(),
         pst.run_finished_records(),
     )
+    one_big = pst.big_records().map(lambda r: (r,))  # built once: never inside the flatmap
+    big = st.integers(min_value=0, max_value=7).flatmap(
+        lambda n: one_big if n == 0 else st.just(())
+    )
     return st.builds(
         lambda run_id, base, records: tuple(
             Event(run_id=run_id, sequence=base + index, record=record)
             for index, record in enumerate(records)
         ),
         pst.run_ids(),
-        st.one_of(st.just(0), pst.counts().map(lambda n: min(n, 2**63 - 7))),
-        st.tuples(*kinds),
+        st.one_of(st.just(0), pst.counts().map(lambda n: min(n, 2**63 - 8))),
+        st.builds(lambda six, extra: (*six, *extra), st.tuples(*kinds), big),
     )
+
+
+# --------------------------------------------------------------------------- delivery
+
+#: How many runs the delivery probe spreads its events over, and how long it waits for the
+#: emits and for ``read_back``.
+_DELIVERY_RUNS = 4
+_DELIVERY_TIMEOUT_S = 60.0
+#: The fixed big event's text: well past 64 KiB, every kind of character a field may hold.
+_BIG_TEXT = "\u00b7".join(pst.FIELD_TEXTS) + "\u00b7"  # "·": never a surrogate pair
+_BIG_TEXT = _BIG_TEXT * (300 * 1024 // len(_BIG_TEXT.encode("utf-8", "surrogatepass")))
+
+
+def _fixed_records() -> list[Record]:
+    """Records every delivery example emits: each hand-picked field text in a reply, tool
+    arguments and an observation, a start whose goal and parameters hold them, one big step."""
+    texts = pst.FIELD_TEXTS
+    parameters = {"system_prompt": texts[0], "tools": list(texts)}
+    records: list[Record] = [
+        RunStarted(
+            run_id="-",
+            goal=texts[3],
+            parameters=parameters,
+            parameters_hash=parameters_hash(parameters),
+            started_at="2026-01-01T00:00:00.000Z",
+        )
+    ]
+    for index, text in enumerate(texts):
+        records.append(ModelReplied(step_index=index, reply=ModelReply(text=text, call_id=text)))
+        records.append(
+            ActionIntent(
+                step_index=index, action=Action(text=text, tool_name=text, tool_args={text: text})
+            )
+        )
+    step = StepRecord(
+        step_index=len(texts),
+        raw_output=_BIG_TEXT,
+        response_chars=len(_BIG_TEXT),
+        reasoning_chars=0,
+        action=None,
+        parse_ok=True,
+        parse_error=None,
+        observation=_BIG_TEXT,
+        observation_is_synthetic=False,
+        observation_truncated_chars=0,
+        prompt_chars=1,
+        llm_call_id=None,
+        step_wall_ms=1,
+    )
+    records.append(StepCompleted(step=step, executor_observation=None, model_error=None))
+    return records
+
+
+_FIXED = _fixed_records()
+
+
+def _with_run_id(record: Record, run_id: str) -> Record:
+    if isinstance(record, RunStarted):
+        return RunStarted(
+            run_id=run_id,
+            goal=record.goal,
+            parameters=record.parameters,
+            parameters_hash=record.parameters_hash,
+            started_at=record.started_at,
+        )
+    return record
+
+
+#: The explicit example of ``accepts_every_event_kind``: every hand-picked field text and the
+#: 300 KiB step, met on every run (the drawn examples reach them only sometimes).
+_FIXED_EVENTS = tuple(
+    Event(run_id="fixed", sequence=n, record=_with_run_id(record, "fixed"))
+    for n, record in enumerate(_FIXED)
+)
+_DRAWN = st.lists(pst.events().map(lambda event: event.record), max_size=8)
+
+
+def _delivery_batch(drawn: Sequence[Record]) -> tuple[Event, ...]:
+    """The fixed and drawn records spread over fresh run ids, sequences counting per run."""
+    prefix = uuid.uuid4().hex
+    counters = [0] * _DELIVERY_RUNS
+    events: list[Event] = []
+    for index, record in enumerate((*_FIXED, *drawn)):
+        run = index % _DELIVERY_RUNS
+        run_id = f"{prefix}-{run}"
+        events.append(
+            Event(run_id=run_id, sequence=counters[run], record=_with_run_id(record, run_id))
+        )
+        counters[run] += 1
+    return tuple(events)
+
+
+_READ_BACK_LINE = (
+    "return polyloop.testing.EventSinkSamples(read_back=<async function(sink) -> list of Event>) "
+    "— the events as your sink delivered them, read back from where they arrive — from the "
+    "`sink_samples` fixture of your EventSinkContract subclass, or from a fixture named by "
+    "@pytest_polyloop.seam('event_sink', samples='<fixture>') or by the ini line "
+    "'event_sink:<sink fixture>:<samples fixture>' in polyloop_seams, and the kit "
+    "checks this"
+)
+_DELIVERY_PROMISE = "under concurrent emits each event is delivered exactly once and intact"
+
+
+def _read_back_or_skip(samples: object) -> Any:
+    if samples is None:
+        unverifiable(
+            promise=_DELIVERY_PROMISE,
+            why="the suite cannot see what your sink delivered without a way to read it back",
+            verify_yourself=(
+                f"{_READ_BACK_LINE}; or emit many events at once (asyncio.gather) and compare "
+                "what arrives with what was emitted, one for one"
+            ),
+        )
+    checked = require_samples(samples, EventSinkSamples, "sink_samples")
+    if checked.read_back is None:
+        not_applicable(
+            promise=_DELIVERY_PROMISE,
+            why="EventSinkSamples(delivers_nothing=True) declares that the sink discards every "
+            "event by design",
+            verify_yourself="use a sink that delivers events where they must arrive",
+        )
+    return checked.read_back
+
+
+def _delivery_problems(emitted: Sequence[Event], delivered: Sequence[Event]) -> list[str]:
+    """What differs between the events emitted and the ones delivered (the probe's runs only)."""
+    expected = {(e.run_id, e.sequence): e for e in emitted}
+    counts = Counter((e.run_id, e.sequence) for e in delivered)
+    problems: list[str] = []
+    lost = [key for key in expected if counts[key] == 0]
+    if lost:
+        problems.append(
+            f"{len(lost)} of {len(expected)} events were never delivered (first: run "
+            f"{lost[0][0]} sequence {lost[0][1]}, a {expected[lost[0]].record.kind})"
+        )
+    twice = sorted(key for key, n in counts.items() if n > 1)
+    if twice:
+        problems.append(
+            f"{len(twice)} events were delivered more than once (first: run {twice[0][0]} "
+            f"sequence {twice[0][1]}, {counts[twice[0]]} times)"
+        )
+    unknown = sorted(key for key in counts if key not in expected)
+    if unknown:
+        problems.append(
+            f"{len(unknown)} delivered events were never emitted (first: run {unknown[0][0]} "
+            f"sequence {unknown[0][1]})"
+        )
+    seen: set[tuple[str, int]] = set()
+    changed = 0
+    first: str | None = None
+    for event in delivered:
+        key = (event.run_id, event.sequence)
+        if key not in expected or key in seen:
+            continue
+        seen.add(key)
+        found = mismatch(expected[key].record, event.record, f"run {key[0]} sequence {key[1]}")
+        if found is not None:
+            changed += 1
+            first = first or found
+    if first is not None:
+        problems.append(f"{changed} events were delivered changed; first: {first}")
+    return problems
 
 
 async def _emit(sink: EventSink, event: Event) -> None:
@@ -60,10 +246,20 @@ async def _emit(sink: EventSink, event: Event) -> None:
 
 
 class EventSinkContract(ContractBase):
-    """Inherit this and override ``event_sink``. No samples: events are the library's own."""
+    """Inherit this and override ``event_sink``. Events are the library's own, so no samples are
+    needed — except to check delivery: override ``sink_samples`` to return
+    :class:`~polyloop.testing.EventSinkSamples` with a ``read_back`` that gives the events as your
+    sink delivered them."""
 
     seam = "event_sink"
     samples_fixture = None
+    optional_samples_fixture = "sink_samples"
+
+    @pytest.fixture
+    def sink_samples(self) -> EventSinkSamples | None:
+        """Optional: ``EventSinkSamples(read_back=...)`` turns ``delivers_each_event_exactly_once``
+        on. Override this fixture; the default ``None`` leaves it unverifiable."""
+        return None
 
     @pytest.fixture
     def event_sink(self) -> EventSink:
@@ -75,6 +271,7 @@ class EventSinkContract(ContractBase):
         )
 
     @bounded_settings(max_examples=20)
+    @example(events=_FIXED_EVENTS)
     @given(events=_one_of_each_kind())
     async def test_accepts_every_event_kind(
         self, event_sink: EventSink, events: tuple[Event, ...]
@@ -84,7 +281,9 @@ class EventSinkContract(ContractBase):
         The library counts a failed delivery and goes on, so a sink that chokes on one kind (a
         ``StepCompleted`` whose ``tool_args_json`` is ``None``, a reply with an emoji, sequence
         0) does not break runs — it silently drops exactly the events someone will look for.
-        Each example emits all six kinds.
+        Each example emits all six kinds; every text field may hold lone surrogates, CJK,
+        emoji, combining marks and control characters, and some examples add an event of up to
+        1 MiB. One fixed example emits every hand-picked field text and a 300 KiB step.
         """
         require_seam(event_sink, "event_sink", "emit", "async emit(event) -> None")
         for event in events:
@@ -144,6 +343,47 @@ class EventSinkContract(ContractBase):
             {"emit(event)": lambda: event_sink.emit(event)},
             promise="a cancelled emit() lets CancelledError through",
             what="emit(event)",
+        )
+
+    @bounded_settings(max_examples=3)
+    @given(drawn=_DRAWN)
+    async def test_delivers_each_event_exactly_once(
+        self, event_sink: EventSink, sink_samples: object, drawn: list[Record]
+    ) -> None:
+        """Under concurrent emits each event is delivered exactly once and intact.
+
+        Not raising is not delivering. A batching shipper that swaps its buffer without a lock
+        across an ``await`` loses the events emitted meanwhile; one that re-sends its last batch
+        on flush delivers them twice; one that cuts long messages or encodes with
+        ``errors="replace"`` delivers a different event than the run recorded — and each of them
+        returns ``None`` from every ``emit``. Checked when ``sink_samples`` gives a ``read_back``:
+        each example emits, all at once over four runs, events with every hand-picked field text
+        (lone surrogates, CJK, emoji, combining marks, control characters), a 300 KiB step and
+        drawn events of every kind (some up to 1 MiB), then reads the delivery back: every event
+        is there once, equal to what was emitted, field for field and type for type.
+        """
+        read_back = _read_back_or_skip(sink_samples)
+        require_seam(event_sink, "event_sink", "emit", "async emit(event) -> None")
+        events = _delivery_batch(drawn)
+        async with asyncio.timeout(_DELIVERY_TIMEOUT_S):
+            results = await asyncio.gather(
+                *(_emit(event_sink, event) for event in events), return_exceptions=True
+            )
+        failures = [r for r in results if isinstance(r, BaseException)]
+        assert not failures, (
+            f"{len(failures)} of {len(events)} concurrent emits raised (not delivered); first: "
+            f"{type(failures[0]).__name__}: {short(str(failures[0]))}"
+        )
+        async with asyncio.timeout(_DELIVERY_TIMEOUT_S):
+            got: object = await read_back(event_sink)
+        wrong = f"sink_samples.read_back must return a list of polyloop Event, got {short(got)}"
+        assert isinstance(got, Sequence), wrong
+        assert all(isinstance(e, Event) for e in got), wrong
+        mine = {e.run_id for e in events}
+        problems = _delivery_problems(events, [e for e in got if e.run_id in mine])
+        assert not problems, (
+            f"{len(events)} events emitted at once, read back through sink_samples.read_back:\n"
+            + "\n".join(problems)
         )
 
     @unverifiable_promise

@@ -234,7 +234,8 @@ class RunStoreContract(ContractBase):
         ``None`` on the way to disk, a ``StopReason`` into a plain string, ``True`` into ``1``,
         or a 64-bit count into a float hands the resume a different run than the one that
         happened — and ``==`` alone would not notice (``StopReason.X == "x"``, ``True == 1``).
-        Logs cover all six kinds, nasty text and large integers.
+        Logs cover all six kinds, nasty text in every text field (lone surrogates, CJK, emoji,
+        combining marks, control characters) and large integers.
         """
         _check_store(run_store)
         run_id = _fresh_run_id()

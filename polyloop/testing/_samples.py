@@ -16,7 +16,7 @@ from typing import Any
 
 from polyloop.types import Action, Message, ModelReply
 
-__all__ = ["ActionSamples", "ModelSamples", "ParserSamples", "StoreSamples"]
+__all__ = ["ActionSamples", "EventSinkSamples", "ModelSamples", "ParserSamples", "StoreSamples"]
 
 _FACTORY = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 #: The longest failure bound a suite waits for: the suite must stay bounded.
@@ -191,4 +191,38 @@ class StoreSamples:
             raise ValueError(
                 "StoreSamples.factory must name an importable callable as "
                 f"'package.module:callable', got {self.factory!r}"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventSinkSamples:
+    """How the suite sees what your sink delivered, for ``delivers_each_event_exactly_once``.
+
+    * ``read_back`` — ``async def read_back(sink) -> list[Event]``: the events as your sink
+      delivered them, since the sink was built, each decoded from what reached the far end (read
+      the file back, query the collector, take them from a test handler). Flush whatever your
+      sink buffers first. Events of other runs may be among them: the suite keeps its own.
+    * ``delivers_nothing=True`` instead declares that your sink discards every event by design
+      (``NullSink``): the promise is then ``not_applicable``.
+    """
+
+    read_back: Callable[[Any], Awaitable[Sequence[Any]]] | None = None
+    delivers_nothing: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.delivers_nothing, bool):
+            raise TypeError("EventSinkSamples.delivers_nothing must be a bool")
+        if self.read_back is None:
+            if not self.delivers_nothing:
+                raise ValueError(
+                    "EventSinkSamples needs read_back=<async function(sink) -> list of Event> "
+                    "(or delivers_nothing=True for a sink that discards every event)"
+                )
+            return
+        if self.delivers_nothing:
+            raise ValueError("EventSinkSamples: give read_back or delivers_nothing=True, not both")
+        if not callable(self.read_back):
+            raise TypeError(
+                "EventSinkSamples.read_back must be an async function taking the sink and "
+                f"returning the events it delivered, got {type(self.read_back).__name__}"
             )

@@ -31,6 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from polyloop.ports import RunStore
 from polyloop.stores import MemoryStore
 from polyloop.testing._shapes import mismatch, run_log_problems, short
+from polyloop.testing.strategies import record_texts
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -52,6 +53,8 @@ _RUN = st.integers(min_value=0, max_value=RUNS - 1)
 #: Which sequence an append uses: the log's length, one behind (a stale writer), one ahead.
 _SEQUENCE = st.sampled_from(("right", "right", "right", "behind", "ahead"))
 _KIND = st.sampled_from(("model_call_intent", "action_intent", "run_finished"))
+#: The texts an appended record carries: lone surrogates, non-ASCII and control characters too.
+_TEXTS = record_texts()
 #: One run's life in the promise's programs: start, work, finish, late writes, a restart.
 _LIFECYCLE = (
     "run_started",
@@ -65,12 +68,16 @@ _LIFECYCLE = (
 
 Step = tuple[int, str, str]  # (run, record kind, sequence choice)
 
+#: The text the records of a program carry unless a drawn one is given: a lone surrogate, CJK,
+#: a combining mark, an astral character and a control character, as a run can record them.
+TEXT = "\udcff \u4e2d\u6587 e\u0301 \U0001f600 \x1b"
 
-def _record(run: int, run_id: str, kind: str, step: int) -> Record:
+
+def _record(run: int, run_id: str, kind: str, step: int, text: str = TEXT) -> Record:
     if kind == "run_started":
         return RunStarted(
             run_id=run_id,
-            goal=f"goal of run {run}",
+            goal=f"goal of run {run} {text}",
             parameters={"system_prompt": "state machine"},
             parameters_hash="sha256:" + "1" * 64,
             started_at="2026-01-01T00:00:00.000Z",
@@ -78,10 +85,13 @@ def _record(run: int, run_id: str, kind: str, step: int) -> Record:
     if kind == "model_call_intent":
         return ModelCallIntent(step_index=step, prompt_chars=100 + step)
     if kind == "action_intent":
-        return ActionIntent(step_index=step, action=Action(text=f"act {step}"))
+        return ActionIntent(
+            step_index=step,
+            action=Action(text=f"act {step} {text}", tool_name=text, tool_args={text: [text]}),
+        )
     return RunFinished(
         stop_reason=StopReason.AGENT_FINISHED,
-        final_answer=f"answer of run {run}",
+        final_answer=f"answer of run {run} {text}",
         executed_actions=step,
         finished_at="2026-01-01T00:00:01.000Z",
     )
@@ -126,10 +136,13 @@ class StoreComparison:
         prefix = uuid.uuid4().hex
         self.run_ids: tuple[str, ...] = tuple(f"{prefix}-{n}" for n in range(RUNS))
 
-    async def append(self, run: int, kind: str, choice: str, step: int = 1) -> None:
-        """Append a ``kind`` record to ``run`` at the ``choice`` sequence, to both stores."""
+    async def append(
+        self, run: int, kind: str, choice: str, step: int = 1, text: str = TEXT
+    ) -> None:
+        """Append a ``kind`` record to ``run`` at the ``choice`` sequence, to both stores; its
+        texts hold ``text``."""
         run_id = self.run_ids[run]
-        record = _record(run, run_id, kind, step)
+        record = _record(run, run_id, kind, step, text)
         length = len(await self.reference.read_log(run_id))
         wrong = length - 1 if length else 2  # a stale writer; on an empty log, one far ahead
         sequence = {"right": length, "behind": wrong, "ahead": length + 1}[choice]
@@ -200,10 +213,12 @@ class RunStoreStateMachine(RuleBasedStateMachine):
             store = MyStore(tmp_path / "runs.db")
             run_state_machine_as_test(lambda: RunStoreStateMachine(store))
 
-    Rules: ``start`` and ``append`` (an intent or a finish) at the right or a wrong sequence,
-    on one of three runs; after every step the invariant compares all three logs and
-    ``run_ids()``. Each example awaits the store on a new event loop of its own (closed at
-    teardown), so the store must be usable from successive event loops.
+    Rules: ``start`` and ``append`` (an intent or a finish, its texts drawn by
+    :func:`~polyloop.testing.strategies.record_texts`: lone surrogates, non-ASCII, control
+    characters) at the right or a wrong sequence, on one of three runs; after every step the
+    invariant compares all three logs and ``run_ids()``. Each example awaits the store on a new
+    event loop of its own (closed at teardown), so the store must be usable from successive
+    event loops.
     """
 
     def __init__(self, store: RunStore) -> None:
@@ -220,9 +235,9 @@ class RunStoreStateMachine(RuleBasedStateMachine):
     def start(self, run: int, sequence: str) -> None:
         self._await(self.comparison.append(run, "run_started", sequence))
 
-    @rule(run=_RUN, sequence=_SEQUENCE, kind=_KIND, step=st.integers(1, 9))
-    def append(self, run: int, sequence: str, kind: str, step: int) -> None:
-        self._await(self.comparison.append(run, kind, sequence, step))
+    @rule(run=_RUN, sequence=_SEQUENCE, kind=_KIND, step=st.integers(1, 9), text=_TEXTS)
+    def append(self, run: int, sequence: str, kind: str, step: int, text: str) -> None:
+        self._await(self.comparison.append(run, kind, sequence, step, text))
 
     @invariant()
     def logs_and_listing_agree(self) -> None:

@@ -7,8 +7,12 @@ break serialisation and comparisons in practice:
 * ``0`` next to ``None``, ``""`` next to ``None`` (a store that maps one onto the other loses
   information a resume needs: ``step_index=0`` is the first step, ``call_id=None`` is "no id");
 * control characters (``\\x00``, ``\\x1b``, ``\\r``), zero-width and right-to-left marks, astral
-  characters (emoji, mathematical letters) — never lone surrogates, which cannot be encoded as
-  UTF-8 and are not valid text;
+  characters (emoji, mathematical letters). :func:`texts` never draws a lone surrogate (a
+  parser's or a model's input is text); every text field of a *record or an event* does
+  (:func:`record_texts`), since Python strings and JSON carry them and a run records them
+  (``bytes.decode(errors="surrogateescape")`` makes one of a stray byte);
+* CJK, emoji sequences, combining marks and astral planes in record and event fields, and events
+  of up to 1 MiB (:func:`long_texts`: built from drawn pieces, since Hypothesis caps one draw);
 * long text and large integers (``2**53 + 1`` is not representable as a double; ``2**63 - 1`` is
   the largest SQL ``BIGINT``).
 
@@ -19,7 +23,10 @@ fractions, so every value here has one faithful representation in JSON, SQLite a
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
 import string
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -54,12 +61,15 @@ from polyloop.types import (
 )
 
 __all__ = [
+    "FIELD_TEXTS",
+    "MAX_LONG_TEXT_BYTES",
     "NASTY_TEXTS",
     "action_intent_records",
     "action_outcomes",
     "action_statuses",
     "actions",
     "agent_definitions",
+    "big_records",
     "budgets",
     "counts",
     "events",
@@ -67,6 +77,7 @@ __all__ = [
     "invalid_decisions",
     "json_objects",
     "json_values",
+    "long_texts",
     "messages",
     "model_call_intent_records",
     "model_replied_records",
@@ -74,6 +85,7 @@ __all__ = [
     "non_empty_texts",
     "optional_texts",
     "parsed_replies",
+    "record_texts",
     "records",
     "run_finished_records",
     "run_ids",
@@ -133,6 +145,90 @@ def texts(*, max_size: int = _SHORT) -> st.SearchStrategy[str]:
     )
 
 
+#: Hand-picked strings a record or an event field carries that :data:`NASTY_TEXTS` leaves out:
+#: lone surrogates (alone, between letters, after a backslash or a quote, next to an astral
+#: character), CJK, emoji sequences, combining marks, astral planes and control characters.
+FIELD_TEXTS: tuple[str, ...] = (
+    "\ud800",
+    "\udfff",
+    "\udcff",
+    "bad bytes: \udc80\udcfe",
+    "a\udbffb\udc00c",
+    "\\\ud800",
+    '"\udcff"',
+    "\U0001f600\udc00",
+    "\u4e2d\u6587\u5b57\u7b26 \u65e5\u672c\u8a9e \ud55c\uad6d\uc5b4",
+    "e\u0301\u0327 A\u030a \u0915\u094d\u0937",
+    "\U0001f469\u200d\U0001f469\u200d\U0001f467 \U0001f1eb\U0001f1f7 \u270c\ufe0f",
+    "\U00020000\U0002a6d6\U000e0001",
+    "\x00\x01\x1b\x7f\x85\u2028\u2029\r\n\r\x0b",
+)
+
+_SURROGATES = st.integers(min_value=0xD800, max_value=0xDFFF).map(chr)
+_WIDE_CHARACTERS = st.one_of(
+    _characters,
+    _SURROGATES,
+    st.sampled_from("\u4e2d\u6587\u0301\u0327\u200d\ufe0f\U0001f600\U00020000\x00\x1b\r\n"),
+)
+# A high surrogate right before a low one is a UTF-16 pair, not two lone surrogates: JSON reads
+# the pair's escapes as the one character they spell, so no store could give both back.
+_PAIR = re.compile("([\ud800-\udbff])(?=[\udc00-\udfff])")
+
+
+def _unpaired(text: str) -> str:
+    return _PAIR.sub("\\1 ", text)
+
+
+def record_texts(*, max_size: int = _SHORT) -> st.SearchStrategy[str]:
+    """Text as a record's or an event's field may hold: everything :func:`texts` draws, plus
+    lone surrogates, CJK, emoji sequences, combining marks, astral characters and control
+    characters (:data:`FIELD_TEXTS` and arbitrary mixes). Never a high surrogate directly before
+    a low one: that is a UTF-16 pair, which JSON reads back as the character it spells."""
+    return _record_texts(max_size)
+
+
+@functools.cache
+def _record_texts(max_size: int) -> st.SearchStrategy[str]:
+    # One strategy object per size: record strategies ask for it many times, and Hypothesis
+    # validates each new strategy object on its first draw.
+    return st.one_of(
+        texts(max_size=max_size),
+        st.sampled_from(FIELD_TEXTS),
+        st.text(_WIDE_CHARACTERS, max_size=max_size).map(_unpaired),
+    )
+
+
+#: The largest text :func:`long_texts` builds by default: 1 MiB of UTF-8.
+MAX_LONG_TEXT_BYTES = 1 << 20
+
+
+def _repeated(pieces: list[str], target: int) -> str:
+    piece = _unpaired("".join(pieces)) + "\u00b7"  # a separator: never a UTF-16 pair
+    size = len(piece.encode("utf-8", "surrogatepass"))
+    if size <= target:
+        return piece * (target // size)
+    kept, used = [], 0  # a piece longer than the bound: as much of it as fits
+    for char in piece:
+        used += len(char.encode("utf-8", "surrogatepass"))
+        if used > target:
+            break
+        kept.append(char)
+    return "".join(kept)
+
+
+def long_texts(*, max_bytes: int = MAX_LONG_TEXT_BYTES) -> st.SearchStrategy[str]:
+    """Long text of up to ``max_bytes`` UTF-8 bytes (default 1 MiB), well past 64 KiB often:
+    drawn pieces (:func:`record_texts`: non-ASCII, lone surrogates, control characters)
+    repeated, since Hypothesis caps the size of one draw."""
+    sizes = st.one_of(
+        st.just(min(64 * 1024 + 1, max_bytes)),  # just past 64 KiB: a common message limit
+        st.just(max_bytes),
+        st.integers(min_value=1, max_value=max_bytes),
+    )
+    pieces = st.lists(record_texts(max_size=12).filter(bool), min_size=1, max_size=4)
+    return st.builds(_repeated, pieces, sizes)
+
+
 def non_empty_texts(*, max_size: int = _SHORT) -> st.SearchStrategy[str]:
     """Like :func:`texts` but never ``""``."""
     return texts(max_size=max_size).filter(bool)
@@ -176,7 +272,10 @@ def run_ids() -> st.SearchStrategy[str]:
     )
 
 
-def _json_scalars() -> st.SearchStrategy[Any]:
+_Texts = Callable[..., st.SearchStrategy[str]]
+
+
+def _json_scalars(text: _Texts = texts) -> st.SearchStrategy[Any]:
     return st.one_of(
         st.none(),
         st.booleans(),
@@ -184,25 +283,33 @@ def _json_scalars() -> st.SearchStrategy[Any]:
         st.integers(min_value=-(2**63), max_value=MAX_INT),
         # Exact binary fractions: one faithful decimal form in every JSON backend.
         st.integers(min_value=-(10**6), max_value=10**6).map(lambda n: n / 8),
-        texts(),
+        text(),
     )
 
 
-def json_values() -> st.SearchStrategy[Any]:
-    """JSON data: scalars (incl. nasty text, big ints), nested lists and string-keyed objects."""
+def _json_values(text: _Texts) -> st.SearchStrategy[Any]:
     return st.recursive(
-        _json_scalars(),
+        _json_scalars(text),
         lambda children: st.one_of(
             st.lists(children, max_size=4),
-            st.dictionaries(texts(max_size=10), children, max_size=4),
+            st.dictionaries(text(max_size=10), children, max_size=4),
         ),
         max_leaves=8,
     )
 
 
+def _json_objects(text: _Texts) -> st.SearchStrategy[dict[str, Any]]:
+    return st.dictionaries(text(max_size=10), _json_values(text), max_size=4)
+
+
+def json_values() -> st.SearchStrategy[Any]:
+    """JSON data: scalars (incl. nasty text, big ints), nested lists and string-keyed objects."""
+    return _json_values(texts)
+
+
 def json_objects() -> st.SearchStrategy[dict[str, Any]]:
     """A JSON object (string keys), possibly empty."""
-    return st.dictionaries(texts(max_size=10), json_values(), max_size=4)
+    return _json_objects(texts)
 
 
 def messages() -> st.SearchStrategy[Message]:
@@ -217,25 +324,37 @@ def usage_numbers() -> st.SearchStrategy[int | float]:
     return st.one_of(counts(), st.floats(allow_nan=False, allow_infinity=False))
 
 
-def model_replies(*, max_text_size: int = _SHORT) -> st.SearchStrategy[ModelReply]:
-    """Any reply: nasty text and reasoning, ``call_id`` ``None`` or non-empty, counts and costs."""
+def _model_replies(text: _Texts, max_text_size: int = _SHORT) -> st.SearchStrategy[ModelReply]:
     return st.builds(
         ModelReply,
-        text=texts(max_size=max_text_size),
-        reasoning=texts(),
-        call_id=st.one_of(st.none(), non_empty_texts()),
-        usage=st.dictionaries(texts(max_size=12), usage_numbers(), max_size=3),
+        text=text(max_size=max_text_size),
+        reasoning=text(),
+        call_id=st.one_of(st.none(), text().filter(bool)),
+        usage=st.dictionaries(text(max_size=12), usage_numbers(), max_size=3),
+    )
+
+
+def model_replies(*, max_text_size: int = _SHORT) -> st.SearchStrategy[ModelReply]:
+    """Any reply: nasty text and reasoning, ``call_id`` ``None`` or non-empty, counts and costs."""
+    return _model_replies(texts, max_text_size)
+
+
+def _optional(text: _Texts) -> st.SearchStrategy[str | None]:
+    return st.one_of(st.none(), st.just(""), text())
+
+
+def _actions(text: _Texts) -> st.SearchStrategy[Action]:
+    return st.builds(
+        Action,
+        text=text(),
+        tool_name=_optional(text),
+        tool_args=st.one_of(st.none(), _json_objects(text)),
     )
 
 
 def actions() -> st.SearchStrategy[Action]:
     """An action: free text, or a tool call with a name and JSON arguments."""
-    return st.builds(
-        Action,
-        text=texts(),
-        tool_name=optional_texts(),
-        tool_args=st.one_of(st.none(), json_objects()),
-    )
+    return _actions(texts)
 
 
 def final_answers() -> st.SearchStrategy[FinalAnswer]:
@@ -275,31 +394,39 @@ def budgets() -> st.SearchStrategy[Budget]:
 
 
 def step_records() -> st.SearchStrategy[StepRecord]:
-    """Well-typed step records (every field independent: not tied to one path of the loop)."""
+    """Well-typed step records (every field independent: not tied to one path of the loop);
+    every text field as :func:`record_texts` draws it."""
     return st.builds(
         StepRecord,
         step_index=counts(),
-        raw_output=texts(),
+        raw_output=record_texts(),
         response_chars=counts(),
         reasoning_chars=counts(),
-        action=optional_texts(),
+        action=_optional(record_texts),
         parse_ok=st.booleans(),
-        parse_error=optional_texts(),
-        observation=texts(),
+        parse_error=_optional(record_texts),
+        observation=record_texts(),
         observation_is_synthetic=st.booleans(),
         observation_truncated_chars=counts(),
         prompt_chars=counts(),
-        llm_call_id=st.one_of(st.none(), non_empty_texts()),
+        llm_call_id=st.one_of(st.none(), record_texts().filter(bool)),
         step_wall_ms=counts(),
-        tool_name=optional_texts(),
-        tool_args_json=st.one_of(st.none(), json_objects().map(canonical_json)),
+        tool_name=_optional(record_texts),
+        tool_args_json=st.one_of(st.none(), _json_objects(record_texts).map(canonical_json)),
         action_status=st.one_of(st.none(), st.sampled_from(ActionStatus)),
         env_reported_completion=st.booleans(),
     )
 
 
+def _stamps() -> st.SearchStrategy[str]:
+    # Mostly as the library writes them; a store keeps any str, so sometimes any record text.
+    return st.one_of(timestamps(), timestamps(), record_texts())
+
+
 def run_started_records(run_id: str | None = None) -> st.SearchStrategy[RunStarted]:
-    """``RunStarted`` with a JSON parameter snapshot and its real hash (``run_id`` if given)."""
+    """``RunStarted`` with a JSON parameter snapshot and its real hash (``run_id`` if given);
+    every text field (goal, parameters, sometimes ``started_at``) as :func:`record_texts` draws
+    it."""
     return st.builds(
         lambda rid, goal, parameters, started_at: RunStarted(
             run_id=rid,
@@ -309,9 +436,9 @@ def run_started_records(run_id: str | None = None) -> st.SearchStrategy[RunStart
             started_at=started_at,
         ),
         st.just(run_id) if run_id is not None else run_ids(),
-        texts(),
-        json_objects(),
-        timestamps(),
+        record_texts(),
+        _json_objects(record_texts),
+        _stamps(),
     )
 
 
@@ -320,29 +447,35 @@ def model_call_intent_records() -> st.SearchStrategy[ModelCallIntent]:
 
 
 def model_replied_records() -> st.SearchStrategy[ModelReplied]:
-    return st.builds(ModelReplied, step_index=counts(), reply=model_replies())
+    """Every text of the reply as :func:`record_texts` draws it."""
+    return st.builds(ModelReplied, step_index=counts(), reply=_model_replies(record_texts))
 
 
 def action_intent_records() -> st.SearchStrategy[ActionIntent]:
-    return st.builds(ActionIntent, step_index=counts(), action=actions())
+    """Every text of the action (tool arguments' keys and values too) as :func:`record_texts`
+    draws it."""
+    return st.builds(ActionIntent, step_index=counts(), action=_actions(record_texts))
 
 
 def step_completed_records() -> st.SearchStrategy[StepCompleted]:
+    """Every text field as :func:`record_texts` draws it."""
     return st.builds(
         StepCompleted,
         step=step_records(),
-        executor_observation=optional_texts(),
-        model_error=optional_texts(),
+        executor_observation=_optional(record_texts),
+        model_error=_optional(record_texts),
     )
 
 
 def run_finished_records() -> st.SearchStrategy[RunFinished]:
+    """Every text field (the final answer, sometimes ``finished_at``) as :func:`record_texts`
+    draws it."""
     return st.builds(
         RunFinished,
         stop_reason=st.sampled_from(StopReason),
-        final_answer=optional_texts(),
+        final_answer=_optional(record_texts),
         executed_actions=counts(),
-        finished_at=timestamps(),
+        finished_at=_stamps(),
     )
 
 
@@ -358,9 +491,43 @@ def records() -> st.SearchStrategy[Record]:
     )
 
 
+def _with_long_text(record: Record, text: str) -> Record:
+    """``record`` with its main text (reply, observation, answer, goal, code) replaced by
+    ``text``: a big event of that kind."""
+    if isinstance(record, ModelReplied):
+        return dataclasses.replace(record, reply=dataclasses.replace(record.reply, text=text))
+    if isinstance(record, StepCompleted):
+        step = dataclasses.replace(record.step, observation=text, raw_output=text[: len(text) // 2])
+        return dataclasses.replace(record, step=step)
+    if isinstance(record, RunFinished):
+        return dataclasses.replace(record, final_answer=text)
+    if isinstance(record, ActionIntent):
+        action = Action(text=record.action.text, tool_name="run", tool_args={"code": text})
+        return dataclasses.replace(record, action=action)
+    if isinstance(record, RunStarted):
+        return dataclasses.replace(record, goal=text)
+    return record
+
+
+def big_records(*, max_bytes: int = MAX_LONG_TEXT_BYTES) -> st.SearchStrategy[Record]:
+    """A record of any kind with text fields but one whose main text is a :func:`long_texts`
+    text of up to ``max_bytes`` (default 1 MiB): a tool's whole output, a long final answer."""
+    kinds = st.one_of(
+        run_started_records(),
+        model_replied_records(),
+        action_intent_records(),
+        step_completed_records(),
+        run_finished_records(),
+    )
+    return st.builds(_with_long_text, kinds, long_texts(max_bytes=max_bytes))
+
+
 def events() -> st.SearchStrategy[Event]:
-    """An event: any run id, any sequence (0 included), any record."""
-    return st.builds(Event, run_id=run_ids(), sequence=counts(), record=records())
+    """An event: any run id, any sequence (0 included), any record; one in eight carries a
+    :func:`big_records` record (up to 1 MiB of text)."""
+    big, small = big_records(), records()  # built once: never inside the flatmap
+    record = st.integers(min_value=0, max_value=7).flatmap(lambda n: big if n == 0 else small)
+    return st.builds(Event, run_id=run_ids(), sequence=counts(), record=record)
 
 
 def _middle_records() -> st.SearchStrategy[Record]:

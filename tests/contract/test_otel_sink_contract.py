@@ -1,4 +1,9 @@
-"""OpenTelemetrySink keeps every EventSink promise of the contract kit (spans stay in memory)."""
+"""OpenTelemetrySink keeps every EventSink promise of the contract kit (spans stay in memory).
+
+``delivers_each_event_exactly_once`` stays unverifiable: the sink delivers spans, not events —
+one span covers several events (a step opens at its intent and ends at its completion) and
+carries a few attributes of them, not whole records — so no read-back gives the events back.
+"""
 
 from __future__ import annotations
 

@@ -209,6 +209,32 @@ _extend(
 MATRIX["run_store"] = dataclasses.replace(MATRIX["run_store"], may_break_all=frozenset({_STATEFUL}))
 
 
+# --------------------------------------------------------------------------- issue #21, 4 and 7
+# Class 4: text the strategies never drew (lone surrogates, events over 64 KiB); each breaker
+# kept every promise before and sits beside a twin that stays clean (tests/kit/broken_delivery).
+# Class 7: the batching shippers keep every promise checked here — the old kit's verdict — and
+# only delivers_each_event_exactly_once, with a read-back, catches them (test_matrix_opt_ins).
+_ROUND_TRIP = "round_trips_every_record_kind"
+_extend(
+    "event_sink",
+    _b("EscapingLineShipper", ""),
+    _b("StrictUtf8Shipper", "accepts_every_event_kind"),
+    _b("DatagramShipper", "accepts_every_event_kind"),
+    _b("BatchingShipper", ""),
+    _b("SwapsBufferAfterSend", ""),
+    _b("ResendsLastBatchOnFlush", ""),
+    _b("CapsLongFields", ""),
+    _b("ReplacesUnencodableChars", ""),
+    _b("ReordersIntColumns", ""),
+)
+_extend(
+    "run_store",
+    _b("KeepsRecordText", ""),
+    _b("ReplacesUnencodableText", f"{_ROUND_TRIP} {_STATEFUL}"),
+    _b("SurrogateEscapeBytes", _ROUND_TRIP),
+)
+
+
 def _impl_expr(seam: str, impl: str) -> str:
     return "broken.MemoryStore()" if impl == "MemoryStore" else f"broken.{impl}()"
 

@@ -1,7 +1,8 @@
 """The opt-in promises can fail too: their own broken-implementation matrix.
 
-Five promises are checked only when the implementer hands over one more sample (a store
-factory, a failing-client factory, an action to refuse, a hook that breaks the environment);
+Some promises are checked only when the implementer hands over one more sample (a store
+factory, a failing-client factory, an action to refuse, a hook that breaks the environment, a
+sink's delivery read back);
 without it they skip as ``unverifiable`` (``test_matrix.py`` checks that). Here every opt-in
 promise runs with its sample: the correct implementations keep them all, each broken one fails
 exactly the promises it is written to break, for the reason it is written to break them.
@@ -21,6 +22,7 @@ OPT_IN: dict[str, frozenset[str]] = {
     "run_store": frozenset({"atomic_append", "prefix_durability"}),
     "model_client": frozenset({"failure_is_an_exception"}),
     "action_executor": frozenset({"status_trigger_conditions", "failure_is_a_return_value"}),
+    "event_sink": frozenset({"delivers_each_event_exactly_once"}),
 }
 
 
@@ -118,6 +120,28 @@ CASES: dict[str, SeamCases] = {
         ),
     ),
 }
+
+
+_SHIPPED = "testing.EventSinkSamples(read_back=broken.read_shipped)"
+_DELIVERY = "delivers_each_event_exactly_once"
+CASES["event_sink"] = SeamCases(
+    "EventSinkContract",
+    "",
+    "sink_samples",
+    (
+        Case("BatchingShipper", _SHIPPED),
+        Case("SwapsBufferAfterSend", _SHIPPED, {_DELIVERY: "events were never delivered"}),
+        Case("ResendsLastBatchOnFlush", _SHIPPED, {_DELIVERY: "delivered more than once"}),
+        Case("CapsLongFields", _SHIPPED, {_DELIVERY: "delivered changed"}),
+        Case("ReplacesUnencodableChars", _SHIPPED, {_DELIVERY: "delivered changed"}),
+        Case("ReordersIntColumns", _SHIPPED, {_DELIVERY: "delivered changed"}),
+        Case(
+            "DropsEverything",
+            "testing.EventSinkSamples(delivers_nothing=True)",
+            not_applicable=frozenset({_DELIVERY}),
+        ),
+    ),
+)
 
 
 def _source(seam: str, cases: SeamCases, case: Case) -> str:
