@@ -86,11 +86,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _escape_unprintable_output() -> None:
-    """A path or URL the user gave may hold bytes that are not text (``\\udcff`` on POSIX):
-    printing it back must show it escaped, not end in a ``UnicodeEncodeError``."""
+    """A path or URL the user gave may hold bytes that are not text (``\\udcff`` on POSIX), and
+    a recorded run may hold any lone surrogate (``\\ud800``): printing either must show it
+    escaped, not end in a ``UnicodeEncodeError``. Under the C locale the streams use
+    ``surrogateescape``, which encodes only ``\\udc80``–``\\udcff``: replaced as well."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+        if reconfigure is not None and getattr(stream, "errors", None) in (
+            "strict",
+            "surrogateescape",
+        ):
             # A stream that cannot change is left as it is.
             with contextlib.suppress(ValueError, OSError, TypeError):
                 reconfigure(errors="backslashreplace")

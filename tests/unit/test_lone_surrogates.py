@@ -182,3 +182,27 @@ def test_parameters_with_a_lone_surrogate_hash() -> None:
     assert parameters_hash({"p": LONE}).startswith("sha256:")
     assert parameters_hash({"p": LONE}) != parameters_hash({"p": ESCAPED})
     assert parameters_hash({"p": "é"}) == parameters_hash({"p": "é"})
+
+
+# --------------------------------------------------------------------------- shown by the CLI
+
+
+@pytest.mark.parametrize("locale", ["C", "C.UTF-8"])
+def test_show_prints_a_lone_surrogate_escaped_under_any_locale(tmp_path: Path, locale: str) -> None:
+    """Under the C locale Python's stdout uses ``surrogateescape``, which encodes only the low
+    surrogates bytes decode to: a goal with ``\\ud800`` made ``polyloop show`` raise
+    ``UnicodeEncodeError`` after printing half the run."""
+    import os
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    asyncio.run(_run_then_resume(url, f"goal {LONE}"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIO"))}
+    env.update(LC_ALL=locale, LANG=locale, PYTHONUTF8="0")
+    shown = subprocess.run(
+        [sys.executable, "-m", "polyloop.cli", "show", "r", "--store", url],
+        env=env, capture_output=True, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr.decode("utf-8", "replace")
+    assert b"goal \\ud800" in shown.stdout
