@@ -29,6 +29,7 @@ from pytest_polyloop._implementations import Implementations
 from pytest_polyloop._outcomes import (
     CRASH_PHASE,
     PROPERTY_ITEM,
+    PROPERTY_SETUP_ERROR,
     PROPERTY_SKIP,
     PhaseResult,
     phase_result,
@@ -206,11 +207,33 @@ class ConformanceSession:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         error = call.excinfo.value if call.excinfo is not None else None
+        # A fresh list each time: the report shares item.user_properties, later phases must not
+        # see what one phase added.
         if isinstance(error, self.kit.ContractSkip):
-            # A fresh list: the report shares item.user_properties, later phases must not see it.
             skip = (PROPERTY_SKIP, json.dumps(error.as_dict()))
             report.user_properties = [*report.user_properties, skip]
+        elif call.excinfo is not None and report.failed and self._is_setup_error(call):
+            failure = (PROPERTY_SETUP_ERROR, json.dumps(self._setup_error(call.excinfo)))
+            report.user_properties = [*report.user_properties, failure]
         return report
+
+    def _is_setup_error(self, call: pytest.CallInfo[None]) -> bool:
+        """The implementation could not be built: a fixture raised during setup, or the samples
+        it gave are of a kind the kit cannot use (found when a promise reads them)."""
+        error = call.excinfo.value if call.excinfo is not None else None
+        return call.when == "setup" or isinstance(error, self.kit.UnusableSamples)
+
+    def _setup_error(self, excinfo: pytest.ExceptionInfo[BaseException]) -> dict[str, str]:
+        """The exception's type, message and where it was raised (the kit's own refusal of a
+        samples object has no useful location: the report puts the fixture's there)."""
+        location = ""
+        if not isinstance(excinfo.value, self.kit.UnusableSamples) and excinfo.traceback:
+            entry = excinfo.traceback[-1]
+            location = f"{relative_path(Path(entry.path), self.rootpath)}:{entry.lineno + 1}"
+        message = str(excinfo.value)
+        if isinstance(excinfo.value, pytest.fail.Exception):  # str() would add pytest's prefix
+            message = excinfo.value.msg or message
+        return {"type": excinfo.typename, "message": message, "location": location}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
@@ -254,6 +277,7 @@ class ConformanceSession:
             pytest_version=pytest.__version__,
             python_version=platform.python_version(),
             created_at=_utc_now(),
+            interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
         )
         self.report = report
         self.config.hook.pytest_polyloop_report(report=report, config=self.config)

@@ -51,6 +51,7 @@ __all__ = [
     "PromiseSpec",
     "RecordTypes",
     "SubclassMisuse",
+    "UnusableSamples",
     "bounded_settings",
     "suite_hash",
     "unverifiable_promise",
@@ -343,13 +344,24 @@ def _validate_waivers(cls: type[ContractBase]) -> None:
 _T = TypeVar("_T")
 
 
+class UnusableSamples(pytest.fail.Exception):  # type: ignore[misc, name-defined]
+    """The samples an implementation gave are of a kind the kit cannot use (wrong type, a
+    factory that cannot be imported): the implementation's setup failed, no promise did.
+
+    A ``pytest.fail`` (one line, no traceback) in a plain ``pytest`` run; the conformance
+    plugin reports the implementation once as a ``setup_error``.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(msg=message, pytrace=False)
+
+
 def require_samples(value: object, expected: type[_T], fixture: str) -> _T:
-    """Fail with a clear message unless the samples fixture returned ``expected``."""
+    """Raise :class:`UnusableSamples` unless the samples fixture returned ``expected``."""
     if not isinstance(value, expected):
-        pytest.fail(
+        raise UnusableSamples(
             f"the `{fixture}` fixture must return a polyloop.testing.{expected.__name__}, got "
-            f"{type(value).__name__}: build one with {expected.__name__}(...)",
-            pytrace=False,
+            f"{type(value).__name__}: build one with {expected.__name__}(...)"
         )
     return value
 

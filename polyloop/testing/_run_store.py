@@ -26,6 +26,7 @@ from polyloop.ports import BatchRunStore, RunStore
 from polyloop.testing import strategies as pst
 from polyloop.testing._base import (
     ContractBase,
+    UnusableSamples,
     bounded_settings,
     missing_fixture,
     require_samples,
@@ -139,7 +140,7 @@ def _load(factory: str) -> Callable[[Path], Any]:
     try:
         return load_factory(factory)
     except FactoryError as error:
-        pytest.fail(f"store_samples: {error}", pytrace=False)
+        raise UnusableSamples(f"store_samples: {error}") from None
 
 
 async def _probe(factory: str) -> CrashFindings:
