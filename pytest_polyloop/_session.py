@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import json
 import platform
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from pytest_polyloop._report import (
     write_markdown,
 )
 from pytest_polyloop._tagging import MARKER_HINT, MARKS_ON_FIXTURES
+from pytest_polyloop._worker_discovery import WORKERINPUT_KEY, DiscoveryDrop, write_discovery
 
 __all__ = ["ConformanceSession"]
 
@@ -73,6 +74,7 @@ class ConformanceSession:
         self.notes: list[str] = []
         self.deselected: list[str] = []  # implementations none of whose items were selected
         self.seam_filter: list[str] = list(config.getoption("polyloop_seam"))
+        self.discovery_drop = DiscoveryDrop()  # xdist workers' discovery, on the controller
         if not self.is_worker:  # the controller checked; a worker must not die of it
             for option in ("polyloop_report", "polyloop_report_md"):
                 check_writable(option, config.getoption(option))
@@ -192,12 +194,15 @@ class ConformanceSession:
                 "ini-named implementation collected in this run; its waivers do nothing"
             )
         if self.is_worker:
-            self.config.workeroutput[_WORKEROUTPUT_KEY] = {  # type: ignore[attr-defined]
+            output = {
                 "implementations": self.implementations.as_list(),
                 "misuses": [str(misuse) for misuse in self.collection.misuses],
                 "notes": self.notes,
                 "deselected": self.deselected,
             }
+            # Now, before any item runs: a worker a fixture kills never sends workeroutput.
+            write_discovery(self.config.workerinput, output)  # type: ignore[attr-defined]
+            self.config.workeroutput[_WORKEROUTPUT_KEY] = output  # type: ignore[attr-defined]
 
     # -- results ---------------------------------------------------------------------------
 
@@ -245,10 +250,17 @@ class ConformanceSession:
             self.results.setdefault(report.nodeid, []).append(phase_result(report))
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKERINPUT_KEY] = self.discovery_drop.for_worker()
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         output = getattr(node, "workeroutput", {}).get(_WORKEROUTPUT_KEY)
-        if not output:
-            return
+        if output:
+            self._merge_worker_discovery(output)
+
+    def _merge_worker_discovery(self, output: Mapping[str, Any]) -> None:
+        """What one worker found (every worker collects the same items: merging repeats)."""
         self.implementations.merge(output["implementations"])
         for misuse in output["misuses"]:
             if misuse not in self.worker_misuses:
@@ -259,7 +271,11 @@ class ConformanceSession:
     # -- the report ------------------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.is_worker or self.config.option.collectonly:
+        if self.is_worker:
+            return
+        for output in self.discovery_drop.collect():  # also from workers that died
+            self._merge_worker_discovery(output)
+        if self.config.option.collectonly:
             return
         if self.worker_misuses:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -312,6 +328,12 @@ class ConformanceSession:
             terminalreporter.write_line(
                 "Every implementation was deselected (-k, -m or node ids): "
                 + ", ".join(sorted(self.deselected))
+            )
+        elif verdict == "no_implementations" and self.results:
+            terminalreporter.write_line("")
+            terminalreporter.write_line(  # contract items ran: they were found, then lost
+                "Contract items ran, but what the workers discovered did not reach this process "
+                "(workers on another host that crashed?): rerun without -n to get the report"
             )
         elif verdict == "no_implementations":
             terminalreporter.write_line("")
