@@ -298,7 +298,10 @@ def render_text(report: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-_INTERRUPTED = "interrupted (Ctrl-C, or a worker crash stopped the session): not every promise ran"
+_INTERRUPTED = (
+    "interrupted: the session stopped before every promise ran (Ctrl-C, a collection error, -x, "
+    "or too many crashed workers)"
+)
 
 
 def _setup_error_lines(setup_error: Mapping[str, str]) -> list[str]:

@@ -49,6 +49,8 @@ from pytest_polyloop._worker_discovery import WORKERINPUT_KEY, DiscoveryDrop, wr
 __all__ = ["ConformanceSession"]
 
 _WORKEROUTPUT_KEY = "polyloop"
+# Frames in these packages are never where an implementation's setup went wrong.
+_NOT_USER_CODE = frozenset({"_pytest", "pluggy", "pytest_asyncio"})
 
 
 def _utc_now() -> str:
@@ -232,13 +234,23 @@ class ConformanceSession:
         """The exception's type, message and where it was raised (the kit's own refusal of a
         samples object has no useful location: the report puts the fixture's there)."""
         location = ""
-        if not isinstance(excinfo.value, self.kit.UnusableSamples) and excinfo.traceback:
-            entry = excinfo.traceback[-1]
-            location = f"{relative_path(Path(entry.path), self.rootpath)}:{entry.lineno + 1}"
+        if not isinstance(excinfo.value, self.kit.UnusableSamples):
+            location = self._user_location(excinfo)
         message = str(excinfo.value)
         if isinstance(excinfo.value, pytest.fail.Exception):  # str() would add pytest's prefix
             message = excinfo.value.msg or message
         return {"type": excinfo.typename, "message": message, "location": location}
+
+    def _user_location(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+        """``path:line`` of the innermost frame outside pytest, its plugins and the kit (the
+        report puts the fixture's location where every frame is theirs)."""
+        ours = (Path(str(self.kit.__file__)).parent, Path(__file__).parent)
+        for entry in reversed(excinfo.traceback):
+            path = Path(entry.path)
+            theirs = any(part in _NOT_USER_CODE for part in path.parts)
+            if not theirs and not any(path.is_relative_to(root) for root in ours):
+                return f"{relative_path(path, self.rootpath)}:{entry.lineno + 1}"
+        return ""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
