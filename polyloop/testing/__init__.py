@@ -57,6 +57,7 @@ from polyloop.testing._base import (  # noqa: E402
     SubclassMisuse,
     UnusableSamples,
     bounded_settings,
+    samples_hint,
     suite_hash,
     unverifiable_promise,
 )
@@ -114,6 +115,7 @@ __all__ = [
     "kept_by_polyloop",
     "not_applicable",
     "parse_skip_reason",
+    "samples_hint",
     "strategies",
     "suite_hash",
     "unverifiable",

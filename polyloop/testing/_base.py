@@ -53,6 +53,7 @@ __all__ = [
     "SubclassMisuse",
     "UnusableSamples",
     "bounded_settings",
+    "samples_hint",
     "suite_hash",
     "unverifiable_promise",
 ]
