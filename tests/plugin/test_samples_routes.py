@@ -213,3 +213,116 @@ def test_a_store_samples_fixture_beside_a_tagged_store_is_read_not_shadowed(
 ) -> None:
     implementation = _write_route(project, "seam", samples=None, fixture="store_samples")
     assert _durability(project, implementation)["outcome"] == "held"
+
+
+EXECUTOR = """\
+from polyloop import Action, ActionOutcome, ActionStatus
+from polyloop.testing import ActionSamples
+
+
+class RefusingExecutor:
+    def __init__(self):
+        self.broken = False
+
+    async def execute(self, action):
+        if self.broken:
+            return ActionOutcome(status=ActionStatus.ENV_ERROR, observation="session gone")
+        if action.text == "no_such_tool()":
+            return ActionOutcome(status=ActionStatus.NOT_EXECUTED, observation="unknown tool")
+        if action.text == "boom":
+            return ActionOutcome(status=ActionStatus.EXECUTED, observation="Traceback: boom")
+        return ActionOutcome(status=ActionStatus.EXECUTED, observation="ok")
+
+
+async def break_session(executor):
+    executor.broken = True
+
+
+def samples(**opt_ins):
+    return ActionSamples(
+        executes_cleanly=Action(text="print(1)"),
+        executes_but_errors=Action(text="boom"),
+        **opt_ins,
+    )
+"""
+
+EXECUTOR_FIXTURES = """\
+import pytest
+import pytest_polyloop
+from polyloop import Action
+from refusing import RefusingExecutor, break_session, samples
+
+
+@pytest.fixture
+def my_samples():
+    return samples({opt_ins})
+
+
+{tag}@pytest.fixture
+def my_executor():
+    return RefusingExecutor()
+"""
+
+EXECUTOR_SUBCLASS = """\
+import pytest
+from polyloop import Action
+from polyloop.testing import ActionExecutorContract
+from refusing import RefusingExecutor, break_session, samples
+
+
+class TestMine(ActionExecutorContract):
+    @pytest.fixture
+    def action_executor(self):
+        return RefusingExecutor()
+
+    @pytest.fixture
+    def action_samples(self):
+        return samples({opt_ins})
+"""
+
+HINTS = {
+    "action_executor.status_trigger_conditions": (
+        "give ActionSamples(refused=",
+        "refused=Action(text='no_such_tool()')",
+    ),
+    "action_executor.failure_is_a_return_value": (
+        "give ActionSamples(break_environment=",
+        "break_environment=break_session",
+    ),
+}
+
+
+def _write_executor(project: Project, route: str, opt_ins: str) -> str:
+    project.write("tests/refusing.py", EXECUTOR)
+    if route == "subclass":
+        project.write("tests/test_mine.py", EXECUTOR_SUBCLASS.format(opt_ins=opt_ins))
+        return "tests/test_mine.py::TestMine"
+    if route == "seam":
+        tag = '@pytest_polyloop.seam("action_executor", samples="my_samples")\n'
+        project.write("tests/conftest.py", EXECUTOR_FIXTURES.format(opt_ins=opt_ins, tag=tag))
+    else:
+        project.write(
+            "pyproject.toml",
+            INI.format(samples="").replace(
+                "run_store:my_store", "action_executor:my_executor:my_samples"
+            ),
+        )
+        project.write("conftest.py", EXECUTOR_FIXTURES.format(opt_ins=opt_ins, tag=""))
+        project.pytester.syspathinsert(project.path / "tests")
+    return "my_executor"
+
+
+@pytest.mark.parametrize("route", ["subclass", "seam", "ini"])
+def test_following_each_executor_hint_verifies_its_promise_on_every_route(
+    project: Project, route: str
+) -> None:
+    implementation = _write_executor(project, route, opt_ins="")
+    before = project.run("tests")
+    for promise_id, (instruction, _) in HINTS.items():
+        entry = before.promise(implementation, promise_id)
+        assert entry["outcome"] == "unverifiable", entry
+        assert instruction in str(entry["verify_yourself"])
+    _write_executor(project, route, opt_ins=", ".join(opt_in for _, opt_in in HINTS.values()))
+    after = project.run("tests")
+    for promise_id in HINTS:
+        assert after.outcome(implementation, promise_id) == "held", after.output
