@@ -299,8 +299,8 @@ def render_text(report: Mapping[str, Any]) -> str:
 
 
 _INTERRUPTED = (
-    "interrupted: the session stopped before every promise ran (Ctrl-C, a collection error, -x, "
-    "or too many crashed workers)"
+    "interrupted: the session stopped before every promise ran (Ctrl-C, a collection error, -x "
+    "or --maxfail)"
 )
 
 

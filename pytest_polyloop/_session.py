@@ -305,7 +305,9 @@ class ConformanceSession:
             pytest_version=pytest.__version__,
             python_version=platform.python_version(),
             created_at=_utc_now(),
-            interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
+            # Ctrl-C or a collection error; -x/--maxfail (serially: pytest's status stays 1).
+            interrupted=exitstatus == pytest.ExitCode.INTERRUPTED
+            or bool(session.shouldstop or session.shouldfail),
         )
         self.report = report
         self.config.hook.pytest_polyloop_report(report=report, config=self.config)

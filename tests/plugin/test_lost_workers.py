@@ -125,3 +125,19 @@ def test_discovery_written_by_a_worker_is_read_once_and_its_directory_removed() 
     assert drop.collect() == [output]
     assert not Path(directory).exists()
     assert drop.collect() == []
+
+
+def test_a_session_stopped_by_x_says_interrupted_and_a_full_one_does_not(
+    project: Project,
+) -> None:
+    project.conftest(
+        "tests",
+        '@pytest_polyloop.seam("action_executor", samples="samples")\n@pytest.fixture\n'
+        "def broken_executor():\n    return SandboxExecutor(broken=True)\n",
+    )
+    stopped = project.run("-x")
+    assert stopped.report is not None
+    assert stopped.report["interrupted"] is True
+    full = project.run()
+    assert full.report is not None
+    assert full.report["interrupted"] is False
