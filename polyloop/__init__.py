@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from polyloop._loop import resume, run
 from polyloop._run_id import validate_run_id
+from polyloop._version import __version__
 from polyloop.errors import (
     InvalidRunId,
     ParametersChanged,
@@ -51,8 +52,6 @@ from polyloop.types import (
     parameters_hash,
     record_from_json,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "MAX_NESTING",

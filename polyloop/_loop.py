@@ -516,7 +516,10 @@ async def run(
     store = MemoryStore() if store is None else store
     existing = await store.read_log(run_id)
     if existing.records:
-        raise RunAlreadyExists(f"run {run_id!r} already has a log ({len(existing)} records)")
+        count = len(existing)
+        raise RunAlreadyExists(
+            f"run {run_id!r} already has a log ({count} record{'' if count == 1 else 's'})"
+        )
     seams = _Seams(model, parser, executor, store, NullSink() if events is None else events)
     driver = _Driver(run_id, agent, goal, seams)
     parameters = agent.parameters()

@@ -21,7 +21,8 @@ def validate_run_id(run_id: object) -> str:
     if _RUN_ID.fullmatch(run_id) is None:
         shown = run_id if len(run_id) <= 40 else run_id[:40] + "…"
         raise InvalidRunId(
-            f"invalid run id {shown!r} ({len(run_id)} chars): a run id is 1-128 characters of "
+            f"invalid run id {shown!r} ({len(run_id)} char{'' if len(run_id) == 1 else 's'}): "
+            "a run id is 1-128 characters of "
             "[A-Za-z0-9._-] starting with a letter or digit"
         )
     return run_id

@@ -15,6 +15,7 @@ plugin writes with it, ``polyloop report`` reads with it.
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 __all__ = [
+    "DELIBERATE",
     "OUTCOMES",
     "READABLE_SCHEMAS",
     "SCHEMA",
@@ -38,8 +40,9 @@ __all__ = [
 ]
 
 SCHEMA = "polyloop-conformance/2"
-# Every version the readers accept: /1 has no setup_error and no interrupted (read as absent).
-READABLE_SCHEMAS = ("polyloop-conformance/1", SCHEMA)
+# Every schema tag the readers accept (``polyloop report``, ``report diff``, baselines): /1 has
+# no setup_error and no interrupted, read as absent.
+READABLE_SCHEMAS = frozenset({"polyloop-conformance/1", SCHEMA})
 # /1 files are checked against the schema they were written with, shipped beside the current one.
 _SCHEMA_FILES = {SCHEMA: "report.schema.json", "polyloop-conformance/1": "report-1.schema.json"}
 Outcome = Literal[
@@ -56,6 +59,8 @@ Outcome = Literal[
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)  # the report's order, written once above
 Key = tuple[str, str]  # (implementation id, promise id)
 _NULLABLE_TEXTS = ("why", "verify_yourself", "detail", "waiver_reason")  # of a promise
+# How Hypothesis introduces the example that broke a property (kept whole on a terminal).
+_EXAMPLE_MARKERS = ("Falsifying example", "Failing test case", "Failing explicit example")
 # The promises a reader must look at, in the order they are listed, with their headings.
 _ATTENTION = (
     ("violated", "violated"),
@@ -77,7 +82,8 @@ _VERDICT_TEXT = {
 
 
 class ReportError(Exception):
-    """A file is not a readable conformance report; the message names the file."""
+    """A file is not a readable report (see :data:`READABLE_SCHEMAS`); the message names the
+    file and is one line."""
 
 
 def schema(version: str = SCHEMA) -> dict[str, Any]:
@@ -92,20 +98,58 @@ def schema(version: str = SCHEMA) -> dict[str, Any]:
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
-    """Read and check a JSON report; raise :class:`ReportError` naming the file otherwise."""
+    """Read and check a JSON report; raise :class:`ReportError` naming the file otherwise.
+
+    Never anything else: a file nested too deeply for the parser, or holding text that cannot
+    be printed (an escaped lone surrogate), is a :class:`ReportError` too.
+    """
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
         raise ReportError(f"{path}: cannot read the report: {error.strerror or error}") from error
+    except RecursionError:
+        raise ReportError(f"{path}: not a report (JSON nested too deeply)") from None
     except ValueError as error:
-        raise ReportError(f"{path}: not JSON: {error}") from error
+        raise ReportError(f"{path}: not JSON: {_one_line(str(error))}") from error
     if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise ReportError(f"{path}: not a {SCHEMA} report (schema: {found!r})")
-    problem = _structure_problem(data)
+        raise ReportError(f"{path}: not a {SCHEMA} report (schema: {_shown(found)})")
+    problem = _unprintable(data) or _structure_problem(data)
     if problem is not None:
         raise ReportError(f"{path}: {problem}")
     return data
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _shown(value: object) -> str:
+    """``repr`` of a value read from a file, short and printable whatever it holds."""
+    if not isinstance(value, str | int | float | bool | type(None)):
+        return type(value).__name__
+    text = repr(value).encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _unprintable(data: object) -> str | None:
+    """Where the report holds a string that cannot be written as UTF-8 (a lone surrogate, which
+    JSON can escape as ``\\ud800``), or ``None``. Walked without recursion: ``json`` already
+    refused what is nested too deeply for it, but this must not depend on that."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"malformed report (a string holds an unpaired surrogate: {_shown(value)})"
+    return None
 
 
 Check = tuple[str, Callable[[object], bool], str]  # field, test, what it must be
@@ -247,9 +291,21 @@ def _where(item: Mapping[str, Any]) -> str:
     return "" if str(item["id"]).startswith(f"{path}::") else f"  {source}"
 
 
-def render_text(report: Mapping[str, Any]) -> str:
+class _Whole(str):
+    """A line of terminal text never wrapped: a command to copy, a falsifying example."""
+
+    __slots__ = ()
+
+
+def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
     """The report as terminal text: one line per implementation, then each promise to look at
-    (unverifiable ones once per promise, with the implementations they apply to)."""
+    (unverifiable ones once per promise, with the implementations they apply to).
+
+    With ``columns`` (the terminal's width), prose lines longer than it are wrapped between words —
+    so a node id or a path is never split and stays copyable — and continue indented; the
+    ``rerun:`` commands and Hypothesis's falsifying examples are left whole. The report itself
+    (JSON, Markdown) always keeps the full, unwrapped text.
+    """
     lines = [
         f"verdict: {_VERDICT_TEXT.get(report['verdict'], report['verdict'])}",
         f"kit {report.get('kit_version')}  suite {report.get('suite_hash')}  "
@@ -286,15 +342,18 @@ def render_text(report: Mapping[str, Any]) -> str:
             if promise.get("waiver_reason"):
                 lines.append(f"      waiver: {promise['waiver_reason']}")
             if promise.get("detail") and outcome in ("violated", "pending"):
-                lines.extend(_indent(promise["detail"], "      "))
+                lines.extend(_detail_lines(promise["detail"], "      "))
             if outcome in ("violated", "stale_waiver", "pending"):
-                lines.append(f"      rerun: pytest --polyloop-conformance '{_suite_of(promise)}'")
+                command = f"pytest --polyloop-conformance '{_suite_of(promise)}'"
+                lines.append(_Whole(f"      rerun: {command}"))
     reran = _reran(report)
     if reran:
         lines += ["", f"{_reruns_heading(len(reran))}:"]
         lines += [
             f"  {item['id']}  {promise['id']} — {_after_reruns(promise)}" for item, promise in reran
         ]
+    if columns is not None:
+        lines = [part for line in lines for part in _wrapped(line, columns)]
     return "\n".join(lines) + "\n"
 
 
@@ -310,6 +369,32 @@ def _setup_error_lines(setup_error: Mapping[str, str]) -> list[str]:
         f"setup error: {setup_error['type']}: {setup_error['message']}",
         f"  at {setup_error['location']}: fix the fixture; none of its promises ran",
     ]
+
+
+def _detail_lines(detail: str, prefix: str) -> list[str]:
+    """A violation's detail, indented: its message is prose, the falsifying example (from
+    Hypothesis's marker on) is kept whole."""
+    lines: list[str] = []
+    whole = False
+    for line in _indent(detail, prefix):
+        whole = whole or line.strip().startswith(_EXAMPLE_MARKERS)
+        lines.append(_Whole(line) if whole else line)
+    return lines
+
+
+def _wrapped(line: str, columns: int) -> list[str]:
+    if isinstance(line, _Whole) or len(line) <= columns:
+        return [line]
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    return textwrap.wrap(
+        line.strip(),
+        width=max(columns, len(indent) + 20),
+        initial_indent=indent,
+        subsequent_indent=indent + "    ",
+        break_long_words=False,  # a node id, a path or a command is never split
+        break_on_hyphens=False,
+        replace_whitespace=False,
+    ) or [line]
 
 
 def _reran(report: Mapping[str, Any]) -> list[tuple[Any, Any]]:
@@ -349,7 +434,7 @@ def _unverifiable_lines(entries: list[tuple[Mapping[str, Any], Mapping[str, Any]
         lines.append(f"  {promise_id} — {promise['promise']}")
         lines.append(f"      why: {promise.get('why')}")
         if promise.get("kept_by"):
-            lines.append(f"      kept by polyloop, guarded by: {promise['kept_by']}")
+            lines.append(f"      kept by polyloop, documented in: {promise['kept_by']}")
         else:
             lines.append(f"      verify it yourself: {promise.get('verify_yourself')}")
         lines.append(f"      for: {', '.join(item['id'] for item, _ in group)}")
@@ -407,7 +492,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             if outcome == "unverifiable" and promise.get("verify_yourself"):
                 line += f" — verify it yourself: {_md_cell(promise['verify_yourself'])}"
             if outcome == "kept_by_polyloop":
-                line += f" — kept by polyloop, guarded by: {_md_cell(promise['kept_by'])}"
+                line += f" — kept by polyloop, documented in: {_md_cell(promise['kept_by'])}"
             out.append(line)
             if outcome in ("violated", "pending") and promise.get("detail"):
                 out += ["", "  ```", *_indent(promise["detail"], "  "), "  ```"]
@@ -421,50 +506,127 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+# A move away from `held` to one of these is deliberate (it carries a reason: the waiver's or
+# the override's), so it is listed apart and is not a regression. Every other outcome, whatever
+# the outcome list holds now or later, is one.
+DELIBERATE: tuple[Outcome, ...] = ("waived", "overridden")
+NOT_RUN = "not run"  # what a diff calls a promise that the suite has but that was not run
+Move = tuple[Key, str, str]  # (key, outcome before, outcome after)
+
+
 @dataclass(frozen=True, slots=True)
 class ReportDiff:
-    """What changed between two reports, keyed by (implementation id, promise id)."""
+    """What changed between two reports, keyed by (implementation id, promise id).
 
-    regressed: list[Key] = field(default_factory=list)
-    recovered: list[Key] = field(default_factory=list)
+    ``regressed``: a promise of an implementation present in both reports that ``held`` before
+    and now has any other outcome (or was not run) — except ``waived`` and ``overridden``,
+    which are in ``changed``. ``lost`` names the implementations of OLD that NEW lacks; both are
+    regressions (:attr:`has_regression`). ``recovered``: moves to ``held`` from anything else.
+    ``changed``: every other move (``held → waived`` among them). ``appeared``/``disappeared``:
+    promises that only NEW's suite has, or that it no longer has; ``added``: implementations
+    only NEW has. None of those three is a regression.
+    """
+
+    regressed: list[Move] = field(default_factory=list)
+    recovered: list[Move] = field(default_factory=list)
     appeared: list[tuple[Key, str]] = field(default_factory=list)
     disappeared: list[tuple[Key, str]] = field(default_factory=list)
-    changed: list[tuple[Key, str, str]] = field(default_factory=list)
+    changed: list[Move] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+
+    @property
+    def has_regression(self) -> bool:
+        """Whether ``polyloop report diff`` exits 1."""
+        return bool(self.regressed or self.lost)
+
+
+def suite_of(report: Mapping[str, Any]) -> frozenset[tuple[str, str]]:
+    """``(seam, promise id)`` of every promise the report's kit had: run, or not run."""
+    return frozenset(
+        (str(item["seam"]), str(promise_id))
+        for item in report.get("implementations", [])
+        for promise_id in [*(p["id"] for p in item["promises"]), *(item.get("missing") or [])]
+    )
 
 
 def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> ReportDiff:
-    """Regressions (held → violated), recoveries (violated/pending → held), appeared and
-    disappeared promises, and any other outcome change."""
+    """Compare two reports (see :class:`ReportDiff` for the groups)."""
     before, after = outcomes_by_key(old), outcomes_by_key(new)
+    seams_before, seams_after = _seams(old), _seams(new)
+    suite_before, suite_after = suite_of(old), suite_of(new)
     diff = ReportDiff()
+    diff.lost.extend(sorted(seams_before.keys() - seams_after.keys()))
+    diff.added.extend(sorted(seams_after.keys() - seams_before.keys()))
     for key in sorted(before.keys() | after.keys()):
-        was, now = before.get(key), after.get(key)
-        if was is None and now is not None:
-            diff.appeared.append((key, now))
-        elif now is None and was is not None:
+        implementation, promise_id = key
+        if implementation not in seams_before or implementation not in seams_after:
+            continue  # lost or added: listed once, as an implementation
+        in_before = (seams_before[implementation], promise_id) in suite_before
+        in_after = (seams_after[implementation], promise_id) in suite_after
+        was = before.get(key, NOT_RUN if in_before else None)
+        now = after.get(key, NOT_RUN if in_after else None)
+        if was is None:
+            diff.appeared.append((key, str(now)))
+        elif now is None:
             diff.disappeared.append((key, was))
-        elif was == "held" and now == "violated":
-            diff.regressed.append(key)
-        elif was in ("violated", "pending") and now == "held":
-            diff.recovered.append(key)
-        elif was != now and was is not None and now is not None:
+        elif was == now:
+            continue
+        elif was == "held" and now not in DELIBERATE:
+            diff.regressed.append((key, was, now))
+        elif now == "held":
+            diff.recovered.append((key, was, now))
+        else:
             diff.changed.append((key, was, now))
     return diff
 
 
+def _seams(report: Mapping[str, Any]) -> dict[str, str]:
+    return {str(item["id"]): str(item["seam"]) for item in report.get("implementations", [])}
+
+
+def _reasons(report: Mapping[str, Any]) -> dict[Key, str]:
+    """The waiver reason of each promise that has one (shown beside a deliberate move)."""
+    return {
+        (item["id"], promise["id"]): str(promise["waiver_reason"])
+        for item in report.get("implementations", [])
+        for promise in item["promises"]
+        if promise.get("waiver_reason")
+    }
+
+
 def render_diff(diff: ReportDiff, old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
-    """The diff as text, regressions first."""
+    """The diff as text, regressions first; each move on its own line."""
     lines = [f"verdict: {old.get('verdict')} → {new.get('verdict')}"]
     if old.get("suite_hash") != new.get("suite_hash"):
         lines.append(f"suite: {old.get('suite_hash')} → {new.get('suite_hash')}")
+    reasons = _reasons(new)
+
+    def move(entry: Move) -> str:
+        (implementation, promise_id), was, now = entry
+        reason = reasons.get(entry[0]) if now in DELIBERATE else None
+        return f"{implementation}  {promise_id}  {was} → {now}" + (
+            f"  (reason: {reason})" if reason else ""
+        )
+
     sections: list[tuple[str, list[str]]] = [
-        ("regressed (held → violated)", [f"{i}  {p}" for i, p in diff.regressed]),
-        ("recovered", [f"{i}  {p}" for i, p in diff.recovered]),
-        ("appeared", [f"{i}  {p}  ({o})" for (i, p), o in diff.appeared]),
-        ("disappeared", [f"{i}  {p}  (was {o})" for (i, p), o in diff.disappeared]),
-        ("changed", [f"{i}  {p}  {a} → {b}" for (i, p), a, b in diff.changed]),
-    ]
+        ("regressed (held → anything but held, waived or overridden)", [
+            move(entry) for entry in diff.regressed
+        ]),
+        ("implementations missing from NEW (regressed)", list(diff.lost)),
+        ("recovered (now held)", [move(entry) for entry in diff.recovered]),
+        ("changed (not a regression)", [move(entry) for entry in diff.changed]),
+        ("new in NEW's suite", [f"{i}  {p}  ({o})" for (i, p), o in diff.appeared]),
+        ("no longer in NEW's suite", [f"{i}  {p}  (was {o})" for (i, p), o in diff.disappeared]),
+        ("implementations new in NEW", list(diff.added)),
+    ]  # fmt: skip
     for heading, entries in sections:
         lines.append(f"{heading}: {len(entries)}")
         lines.extend(f"  {entry}" for entry in entries)
+    regressions = len(diff.regressed) + len(diff.lost)
+    lines.append(
+        f"{regressions} regression{'' if regressions == 1 else 's'}"
+        if regressions
+        else "no regression"
+    )
     return "\n".join(lines) + "\n"

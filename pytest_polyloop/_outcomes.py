@@ -105,22 +105,46 @@ def _attempt(report: Any) -> int:
 
 
 def _violation_detail(phase: PhaseResult) -> str:
-    """The assertion message, plus the falsifying example of a Hypothesis promise."""
+    """The assertion message, plus the falsifying example of a Hypothesis promise — once."""
     text = phase.text
     if phase.when == CRASH_PHASE:
         return f"the worker running this test died: {text.strip().splitlines()[-1]}"
     last_line = text.strip().splitlines()[-1] if text.strip() else ""
-    parts = [phase.crash or last_line]
-    markers = [text.find(marker) for marker in _EXAMPLE_MARKERS]
-    found = [at for at in markers if at != -1]
-    if found:
-        # pytest's "E   " marks the lines of the exception text; keep their indentation.
-        example = [line.removeprefix("E   ").rstrip() for line in text[min(found) :].splitlines()]
-        parts.append("\n".join(line for line in example if line.strip()))
+    message = phase.crash or last_line
+    parts = [message]
+    # The example is added to the exception as a note: an AssertionError's crash message often
+    # carries it already, and then it is not added a second time.
+    if not any(marker in message for marker in _EXAMPLE_MARKERS):
+        parts.append(_example(text))
     if phase.when != "call":
         parts.insert(0, f"error in {phase.when}:")
     detail = "\n".join(part for part in parts if part)
     return detail[:_DETAIL_LIMIT] or f"{phase.when} failed"
+
+
+def _example(text: str) -> str:
+    """Hypothesis's falsifying example in a failure's text (``""`` if there is none): in
+    pytest's long form, the ``E`` lines from the first marker on, their indentation kept
+    relative to it; in any other form (``--tb=native``), the text from the marker on."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        body = line[1:] if line.startswith("E ") else ""
+        stripped = body.lstrip()
+        if not stripped.startswith(_EXAMPLE_MARKERS):
+            continue
+        indent = len(body) - len(stripped)
+        block = []
+        for follow in lines[index:]:
+            if not follow.startswith("E"):
+                break  # the E lines end where pytest's location line ("path:line: Error") starts
+            rest = follow[1:]
+            block.append(rest[indent:] if not rest[:indent].strip() else rest.strip())
+        return "\n".join(part.rstrip() for part in block if part.strip())
+    found = [at for at in (text.find(marker) for marker in _EXAMPLE_MARKERS) if at != -1]
+    if not found:
+        return ""
+    example = [line.removeprefix("E   ").rstrip() for line in text[min(found) :].splitlines()]
+    return "\n".join(line for line in example if line.strip())
 
 
 def _xpass_reason(phase: PhaseResult) -> str | None:

@@ -335,7 +335,10 @@ class ConformanceSession:
         terminalreporter.write_sep(
             "=", "polyloop conformance", green=verdict == "conformant", red=verdict != "conformant"
         )
-        for line in render_text(self.report).splitlines():
+        width = getattr(getattr(terminalreporter, "_tw", None), "fullwidth", None)
+        for line in render_text(
+            self.report, width if isinstance(width, int) else None
+        ).splitlines():
             terminalreporter.write_line(line)
         if verdict == "no_implementations" and self.deselected:
             terminalreporter.write_line("")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_polyloop import hookspecs
+from pytest_polyloop import _time_limits, hookspecs
 from pytest_polyloop._conftest_errors import marker_on_fixture_misuse, seam_argument_misuse
 from pytest_polyloop._tagging import MARKER_NAME
 
@@ -58,6 +58,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="OLD.json",
         help="an earlier JSON report: a violated promise that never held there is 'pending' "
         "and does not fail the run; one that held there is a regression",
+    )
+    group.addoption(
+        "--polyloop-timeout",
+        default=None,
+        metavar="SECONDS",
+        help="time limit for each phase (set-up, probe, tear-down) of every contract item; a "
+        "probe that runs past it is violated ('timed out after N s in <promise>') and the "
+        "session goes on (default 120; 0: no limit)",
+    )
+    parser.addini(
+        "polyloop_timeout",
+        type="string",
+        default="",
+        help="time limit in seconds for each phase of every contract item (default 120; 0: none)",
     )
     parser.addini(
         "polyloop_seams",
@@ -112,12 +126,43 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER_NAME}(name, *, implementation, promise): a generated polyloop contract item "
         "(set by pytest_polyloop; tag fixtures with @pytest_polyloop.seam(...))",
     )
+    _time_limits.configure(config)
     if config.getoption("polyloop_conformance"):
         # Imported here: a passive plugin loads neither the session nor the runtime it reads.
         from pytest_polyloop._session import ConformanceSession
 
         _default_fixture_loop_scope(config)
         config.pluginmanager.register(ConformanceSession(config), "polyloop-conformance-session")
+
+
+# Every phase of a contract item runs under a watchdog, so no implementation hangs the session.
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    with _time_limits.phase_limit(item, "setup"):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    with _time_limits.phase_limit(item, "call"):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    with _time_limits.phase_limit(item, "teardown"):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    timed_out = _time_limits.timed_out_text(item, call.when) if call.excinfo else None
+    if timed_out is not None:
+        report.longrepr = timed_out
+    return report
 
 
 _LOOP_SCOPE_KEY = "asyncio_default_fixture_loop_scope"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import importlib.util
 import os
 import pwd
 import shutil
@@ -34,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from polyloop._extras import install_hint, missing_modules
 from polyloop.testing._base import in_ci
 
 _INSTALL_HINT = (
@@ -206,25 +206,35 @@ def postgres_database_dsn(postgres_dsn: str) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# --------------------------------------------------------------------------- extras
+
+
+def require_extra(extra: str) -> None:
+    """Skip the test (or, at module level, the module) unless ``polyloop[extra]`` is installed;
+    in CI (``CI`` set) every extra must be installed, so a missing one fails instead.
+
+    Asks :func:`polyloop._extras.extra_installed`, the project's one probe (safe for dotted
+    module names, unlike ``importlib.util.find_spec``).
+    """
+    missing = missing_modules(extra)
+    if not missing:
+        return
+    hint = f"needs {install_hint(extra)}; missing: {', '.join(missing)}"
+    if in_ci():
+        pytest.fail(f"CI is set, so this test must run, but it {hint}", pytrace=False)
+    pytest.skip(hint, allow_module_level=True)
+
+
 # --------------------------------------------------------------------------- MCP
 
-_MCP_HINT = "the MCP SDK is not installed: pip install 'polyloop[mcp]'"
 MCP_SERVER = Path(__file__).resolve().parent / "integration" / "mcp_server.py"
 # A loaded CI machine imports the SDK slowly; the poll ends as soon as the server listens.
 _MCP_START_S = 60.0
 
 
-def _mcp_installed() -> bool:
-    return importlib.util.find_spec("mcp") is not None
-
-
 def require_mcp() -> None:
     """At the top of an MCP test module: skip it without the SDK, except in CI (then fail)."""
-    if _mcp_installed():
-        return
-    if in_ci():
-        pytest.fail(f"CI is set, so the MCP tests must run, but {_MCP_HINT}", pytrace=False)
-    pytest.skip(_MCP_HINT, allow_module_level=True)
+    require_extra("mcp")
 
 
 def mcp_stdio_command() -> list[str]:

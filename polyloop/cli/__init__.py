@@ -1,36 +1,53 @@
 """The ``polyloop`` command: list runs, show a run's trajectory, run a demo, read reports.
 
 Standard library only (psycopg is imported only when a ``postgresql://`` store is named).
-Every refusal — a bad URL, no store, an unknown run, a damaged store — is one line on stderr
-and exit status 2; usage errors are argparse's (also 2).
+Every error is one line on stderr, ``polyloop: error: …``, never a traceback: exit status 2
+for a usage error (a wrong argument, a bad store URL or run id), 1 for a failure at run time
+(no store, an unknown run, a damaged store, a server that cannot be reached).
+``report`` keeps 1 for "a regression" and so reports a file that is not a report with 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import re
 import sqlite3
 import sys
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from polyloop._run_id import validate_run_id
 from polyloop.cli._demo import run_demo
+from polyloop.cli._read_only import NoStore, ReadOnlySQLite, open_for_reading
 from polyloop.cli._report import add_report_commands
 from polyloop.errors import PolyloopError
 from polyloop.ports import RunStore
-from polyloop.stores import SQLiteStore, open_store
+from polyloop.stores import open_store, sqlite_path
 from polyloop.types import RunLog, StepRecord
 
 __all__ = ["main"]
 
 DEFAULT_STORE = "sqlite:///polyloop.db"
 _EXCERPT = 60
+USAGE = 2  # exit status of a usage error
+FAILED = 1  # exit status of a failure at run time
 
 
 class CommandError(Exception):
-    """A refusal the CLI reports as one line and exit status 2."""
+    """A failure at run time the CLI reports as one line and exit status 1."""
+
+
+class UsageError(Exception):
+    """A wrong argument the CLI reports as one line and exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose errors are raised (and printed by :func:`main` as one line)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see: {self.prog} --help)")
 
 
 Handler = Callable[[argparse.Namespace, TextIO], Coroutine[Any, Any, int]]
@@ -38,37 +55,73 @@ Handler = Callable[[argparse.Namespace, TextIO], Coroutine[Any, Any, int]]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    _escape_unprintable_output()
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error argparse already printed
-        return exc.code if isinstance(exc.code, int) else 2
-    if not hasattr(args, "store"):  # not set_defaults: that would reach the shared action
-        args.store = DEFAULT_STORE
-    command = getattr(args, "func", None)
-    if command is not None:  # `report` (cli/_report.py): func(args) -> exit status
-        return int(command(args))
-    handler: Handler | None = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help(sys.stderr)
-        return 2
+        args = _parse(parser, sys.argv[1:] if argv is None else list(argv))
+        if not hasattr(args, "store"):  # not set_defaults: that would reach the shared action
+            args.store = DEFAULT_STORE
+        command = getattr(args, "func", None)
+        if command is not None:  # `report` (cli/_report.py): func(args) -> exit status
+            return int(command(args))
+        handler: Handler | None = getattr(args, "handler", None)
+        if handler is None:
+            raise UsageError("no command given: runs, show, demo or report (see: polyloop --help)")
+        _check_arguments(args)
+    except SystemExit as exc:  # --help or --version: argparse printed it
+        return exc.code if isinstance(exc.code, int) else USAGE
+    except (UsageError, ValueError) as exc:
+        return _refuse(exc, USAGE)
     try:
         status = asyncio.run(handler(args, sys.stdout))
     except KeyboardInterrupt:
         return 130
-    except (CommandError, PolyloopError, ValueError, OSError, sqlite3.Error) as exc:
-        return _refuse(exc)
+    except (CommandError, NoStore, PolyloopError, ValueError, OSError, sqlite3.Error) as exc:
+        return _refuse(exc, FAILED)
     except Exception as exc:
-        if _is_driver_error(exc):  # e.g. PostgreSQL unreachable: a refusal, not a crash
-            return _refuse(exc)
+        if _is_driver_error(exc):  # e.g. PostgreSQL unreachable: a failure, not a crash
+            return _refuse(exc, FAILED)
         raise
     return int(status)
 
 
-def _refuse(exc: BaseException) -> int:
+def _escape_unprintable_output() -> None:
+    """A path or URL the user gave may hold bytes that are not text (``\\udcff`` on POSIX):
+    printing it back must show it escaped, not end in a ``UnicodeEncodeError``."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            # A stream that cannot change is left as it is.
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                reconfigure(errors="backslashreplace")
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    # `report diff --markdown A B`: argparse stops a positional list at an option; the words
+    # after it belong to the same list (report takes no option with a value).
+    args, extra = parser.parse_known_args(argv)
+    if extra and getattr(args, "paths", None) is not None:
+        unknown = [word for word in extra if word.startswith("-")]
+        if not unknown:
+            args.paths = [*args.paths, *extra]
+            extra = []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Usage errors found before anything runs: a store URL of no known form, a bad run id."""
+    sqlite_path(args.store)  # ValueError for an unknown form
+    if getattr(args, "run_id", None) is not None:
+        validate_run_id(args.run_id)
+
+
+def _refuse(exc: BaseException, status: int) -> int:
     message = " ".join(str(exc).split()) or type(exc).__name__
-    print(f"polyloop: error: {message}", file=sys.stderr)
-    return 2
+    text = f"polyloop: error: {message}\n"
+    sys.stderr.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    return status
 
 
 def _is_driver_error(exc: Exception) -> bool:
@@ -79,37 +132,44 @@ def _is_driver_error(exc: Exception) -> bool:
 def _parser() -> argparse.ArgumentParser:
     # --store is accepted before or after the subcommand; SUPPRESS keeps the subcommand's copy
     # from overwriting a value given before it.
-    store_option = argparse.ArgumentParser(add_help=False)
+    store_option = _Parser(add_help=False)
     store_option.add_argument(
         "--store",
         default=argparse.SUPPRESS,
         metavar="URL",
-        help=f"memory:, sqlite:///rel.db, sqlite:////abs.db or postgresql://... "
-        f"(default {DEFAULT_STORE})",
+        help=f"memory:, sqlite:///rel.db, sqlite:////abs.db, a plain path (runs.db, "
+        f"/abs/runs.db) or postgresql://... (default {DEFAULT_STORE})",
     )
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="polyloop",
-        description="Inspect agent runs recorded by polyloop, and run a demo.",
+        usage="polyloop [--store URL] COMMAND ...",
+        description="Inspect agent runs recorded by polyloop, run a demo, read conformance "
+        "reports. Errors are one line; exit 2 for a usage error, 1 for a failure at run time.",
         parents=[store_option],
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     parsers = {}
-    for name, handler, summary, description in (  # name, handler, help, --help description
-        ("runs", _runs, "list runs: id, start time, stop reason (or running), steps",
-         "List the store's runs, oldest first."),
-        ("show", _show, "show one run's trajectory and stop reason",
-         "Show a run's trajectory, one line per step, then its stop reason."),
-        ("demo", _demo, "record a scripted demo run (no model needed) and show it",
+    for name, handler, usage, summary, description in (
+        ("runs", _runs, "polyloop runs [--store URL]",
+         "list runs: id, start time, stop reason (or running), steps",
+         "List the store's runs, oldest first. Only reads: the store is never created or "
+         "changed."),
+        ("show", _show, "polyloop show [--store URL] RUN_ID",
+         "show one run's trajectory and stop reason",
+         "Show a run's trajectory, one line per step, then its stop reason. Only reads: the "
+         "store is never created or changed."),
+        ("demo", _demo, "polyloop demo [--store URL] [--run-id ID]",
+         "record a scripted demo run (no model needed) and show it",
          "Run a scripted arithmetic agent against the store and show its trajectory."),
     ):  # fmt: skip
         parsers[name] = commands.add_parser(
-            name, parents=[store_option], help=summary, description=description
+            name, parents=[store_option], usage=usage, help=summary, description=description
         )
         parsers[name].set_defaults(handler=handler)
     parsers["show"].add_argument("run_id", metavar="RUN_ID")
     parsers["demo"].add_argument(
-        "--run-id", default=None, help="the run id (default: a new uuid4 hex)"
+        "--run-id", default=None, metavar="ID", help="the run id (default: a new uuid4 hex)"
     )
     add_report_commands(commands)
     return parser
@@ -119,13 +179,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _runs(args: argparse.Namespace, out: TextIO) -> int:
-    store = _open_existing(args.store)
+    store = open_for_reading(args.store)
     try:
         logs = [(run_id, await _read_or_reason(store, run_id)) for run_id in await store.run_ids()]
     finally:
         await _close(store)
     if not logs:
-        print(f"no runs in {args.store}", file=out)
+        print(f"no runs in {args.store}{_memory_hint(args.store)}", file=out)
         return 0
     logs.sort(key=lambda item: (_started_at(item[1]), item[0]))
     rows = [("RUN ID", "STARTED AT", "STOP REASON", "STEPS")]
@@ -142,7 +202,7 @@ async def _runs(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-async def _read_or_reason(store: RunStore, run_id: str) -> RunLog | str:
+async def _read_or_reason(store: RunStore | ReadOnlySQLite, run_id: str) -> RunLog | str:
     """The run's log, or why it cannot be read: one damaged run must not hide the others."""
     try:
         return await store.read_log(run_id)
@@ -159,13 +219,13 @@ def _runs_row(run_id: str, log: RunLog | str) -> tuple[str, str, str, str]:
 
 async def _show(args: argparse.Namespace, out: TextIO) -> int:
     run_id = validate_run_id(args.run_id)
-    store = _open_existing(args.store)
+    store = open_for_reading(args.store)
     try:
         log = await store.read_log(run_id)
     finally:
         await _close(store)
     if not log.records:
-        raise CommandError(f"no run {run_id!r} in {args.store}")
+        raise CommandError(f"no run {run_id!r} in {args.store}{_memory_hint(args.store)}")
     _print_trajectory(run_id, log, out)
     return 0
 
@@ -186,15 +246,13 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
 # --------------------------------------------------------------------------- helpers
 
 
-def _open_existing(url: str) -> RunStore:
-    """The store at ``url`` for reading; a SQLite file that does not exist is not created."""
-    store = open_store(url)
-    if isinstance(store, SQLiteStore) and not store.path.exists():
-        raise CommandError(f"no store at {store.path} (nothing has been recorded with {url})")
-    return store
+def _memory_hint(url: str) -> str:
+    if url != "memory:":
+        return ""
+    return " (a memory: store starts empty in every command; record to a file to read it back)"
 
 
-async def _close(store: RunStore) -> None:
+async def _close(store: RunStore | ReadOnlySQLite) -> None:
     aclose = getattr(store, "aclose", None)
     if aclose is not None:
         await aclose()
@@ -223,10 +281,16 @@ def _print_trajectory(run_id: str, log: RunLog, out: TextIO) -> None:
         last = log.records[-1].kind if log.records else "nothing"
         print(f"stop: running (no run_finished yet; last record: {last})", file=out)
         return
-    stop = f"stop: {finished.stop_reason.value} ({finished.executed_actions} executed actions)"
+    executed = _count(finished.executed_actions, "executed action")
+    stop = f"stop: {finished.stop_reason.value} ({executed})"
     if finished.final_answer is not None:
         stop += f"  answer: {_excerpt(finished.final_answer, 200)}"
     print(stop, file=out)
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 executed action``, ``3 executed actions``, ``0 executed actions``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _step_summary(step: StepRecord, model_error: str | None) -> tuple[str, str]:

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from polyloop.types import Message, ModelReply, is_usage_number
 
 _INSTALL_HINT = "OpenAIChatModel needs the openai client: pip install 'polyloop[openai]'"
+
+
+def _default_deadline_s(timeout_s: float | None, max_retries: int) -> float | None:
+    """The whole-call deadline when none is given: every attempt's ``timeout_s`` plus the
+    ``openai`` client's pauses between attempts without ``Retry-After`` (``min(0.5 × 2^n, 8)``
+    before the *n*-th retry); ``None`` (no deadline) when ``timeout_s`` is ``None``."""
+    if timeout_s is None:
+        return None
+    pauses = sum(min(0.5 * 2.0**n, 8.0) for n in range(max(max_retries, 0)))
+    return (max(max_retries, 0) + 1) * timeout_s + pauses
 
 
 def _numeric_usage(usage: object) -> dict[str, int | float]:
@@ -32,11 +43,15 @@ class OpenAIChatModel:
     """Calls ``chat.completions.create`` on an OpenAI-compatible endpoint.
 
     Retries are the client's business (``max_retries``); an error left after them is raised, and
-    the run records ``llm_error``. ``call_id`` is the response id (``None`` when the endpoint
-    sends none or an empty one — never ``""``). ``reasoning`` is taken from a
-    ``reasoning_content`` or ``reasoning`` field when the endpoint sends one. The client is
-    created lazily, per event loop, so one model object can serve successive ``asyncio.run``
-    calls; ``aclose()`` (or ``async with``) closes it. ``messages`` is never mutated.
+    the run records ``llm_error``. ``timeout_s`` is the ``openai`` client's, per operation (each
+    wait for the next bytes); ``deadline_s`` bounds the whole call, retries and the pauses
+    between them included, so a server that trickles its answer a byte at a time (passing every
+    per-read timeout) cannot hold the run — by default ``(max_retries + 1) × timeout_s`` plus
+    the pauses. ``call_id`` is the response id (``None`` when the endpoint sends none or an empty
+    one — never ``""``). ``reasoning`` is taken from a ``reasoning_content`` or ``reasoning``
+    field when the endpoint sends one. The client is created lazily, per event loop, so one
+    model object can serve successive ``asyncio.run`` calls; ``aclose()`` (or ``async with``)
+    closes it. ``messages`` is never mutated.
     """
 
     def __init__(
@@ -47,10 +62,21 @@ class OpenAIChatModel:
         api_key: str | None = None,
         max_retries: int = 2,
         timeout_s: float | None = 60.0,
+        deadline_s: float | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError("OpenAIChatModel.model must be a non-empty str")
+        if deadline_s is not None and (
+            isinstance(deadline_s, bool)
+            or not isinstance(deadline_s, int | float)
+            or not math.isfinite(deadline_s)
+            or deadline_s <= 0
+        ):
+            raise ValueError(
+                "OpenAIChatModel.deadline_s must be a positive number of seconds, "
+                f"got {deadline_s!r}"
+            )
         try:
             import openai  # noqa: F401  (checked here so a missing extra fails at construction)
         except ImportError:
@@ -60,6 +86,9 @@ class OpenAIChatModel:
         self.api_key = api_key
         self.max_retries = max_retries
         self.timeout_s = timeout_s
+        self.deadline_s = (
+            _default_deadline_s(timeout_s, max_retries) if deadline_s is None else deadline_s
+        )
         self.options = dict(options or {})
         self._client: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -81,11 +110,21 @@ class OpenAIChatModel:
 
     async def complete(self, messages: Sequence[Message]) -> ModelReply:
         client = self._client_for_this_loop()
-        response = await client.chat.completions.create(
-            model=self.model,
-            messages=[{"role": m.role, "content": m.content} for m in messages],
-            **self.options,
-        )
+        deadline = asyncio.timeout(self.deadline_s)
+        try:
+            async with deadline:
+                response = await client.chat.completions.create(
+                    model=self.model,
+                    messages=[{"role": m.role, "content": m.content} for m in messages],
+                    **self.options,
+                )
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise TimeoutError(
+                f"{self.model}: no reply within deadline_s={self.deadline_s:g} s "
+                "(every attempt and the pauses between them)"
+            ) from None
         if not response.choices:
             raise RuntimeError(f"{self.model}: the endpoint returned no choices")
         message = response.choices[0].message

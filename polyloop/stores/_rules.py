@@ -78,12 +78,12 @@ def check_append(
 ) -> None:
     """Raise the error this append must fail with, or return if it may be written."""
     if isinstance(record, RunStarted) and length > 0:
-        raise RunAlreadyExists(f"run {run_id!r} already has a log ({length} records)")
+        raise RunAlreadyExists(f"run {run_id!r} already has a log ({_records(length)})")
     if finished:
         raise RunAlreadyFinished(f"run {run_id!r} is finished; nothing may be appended")
     if sequence != length:
         raise RunConflict(
-            f"run {run_id!r}: append at sequence {sequence} but the log has {length} records "
+            f"run {run_id!r}: append at sequence {sequence} but the log has {_records(length)} "
             "(another process is driving this run)"
         )
     if length == 0 and not isinstance(record, RunStarted):
@@ -115,3 +115,7 @@ def decode_log(run_id: str, rows: Iterable[Sequence[Any]], *, where: str) -> Run
             raise StoreCorrupted(f"{at}: record body is a {record.kind} but is indexed as {kind!r}")
         records.append(record)
     return RunLog(tuple(records))
+
+
+def _records(count: int) -> str:
+    return f"{count} record{'' if count == 1 else 's'}"

@@ -305,10 +305,5 @@ class ActionExecutorContract(ContractBase):
                 "observation and the executor's own text is kept only for audit"
             ),
             why="the substitution happens in the loop after execute() returns, not in the executor",
-            guarded_by=(
-                "tests/unit/test_step_records.py::"
-                "test_an_action_that_did_not_execute_records_the_synthetic_text_and_keeps_the_executors",
-                "tests/unit/test_step_records.py::"
-                "test_a_not_executed_action_keeps_the_executors_text_out_of_the_history",
-            ),
+            guarded_by=("docs/reference/runtime.md#what-each-step-records",),
         )

@@ -15,6 +15,10 @@ Class attributes read by ``pytest_polyloop``:
   ``"store_samples"``. A tag's ``samples=`` for such a seam names the fixture to pass through.
 * ``loop_scope: ClassVar[str] = "function"`` — the pytest-asyncio loop scope the async promise
   tests run in; set it to the scope your implementation's fixture lives in.
+* ``time_limit_s: ClassVar[float | None] = None`` — the time limit, in seconds, of each phase
+  (set-up, probe, tear-down) of this subclass's promise tests; ``None`` takes the session's
+  (``--polyloop-timeout``, ini ``polyloop_timeout``, default 120 s), ``0`` means none. A probe
+  that runs past it fails with "timed out after N s in <promise id>" (see ``_time_limit``).
 * ``waive: ClassVar[Mapping[str, str]] = {}`` — promise id → reason. The kit applies it: a waived
   promise runs under ``xfail(strict=True, reason="waived: <reason>")``, so a failure is an xfail
   (outcome ``waived``) and a pass is a strict XPASS failure (``stale_waiver``). A promise test the
@@ -41,9 +45,10 @@ from typing import Any, ClassVar, Literal, NoReturn, TypeVar
 import hypothesis
 import pytest
 
-import polyloop
 from polyloop import errors as _errors
 from polyloop import types as _types
+from polyloop._version import __version__
+from polyloop.testing._time_limit import parse_time_limit
 from polyloop.types import canonical_json
 
 __all__ = [
@@ -58,7 +63,7 @@ __all__ = [
     "unverifiable_promise",
 ]
 
-KIT_VERSION: str = polyloop.__version__
+KIT_VERSION: str = __version__
 
 PromiseKind = Literal["checked", "unverifiable"]
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -169,6 +174,7 @@ class ContractBase:
     samples_fixture: ClassVar[str | None] = None
     optional_samples_fixture: ClassVar[str | None] = None
     loop_scope: ClassVar[str] = "function"
+    time_limit_s: ClassVar[float | None] = None
     waive: ClassVar[Mapping[str, str]] = {}
 
     _catalogue: ClassVar[tuple[PromiseSpec, ...]] = ()
@@ -192,6 +198,7 @@ class ContractBase:
         if "__test__" not in cls.__dict__:
             cls.__test__ = True  # type: ignore[attr-defined]
         _validate_loop_scope(cls)
+        _validate_time_limit(cls)
         _validate_waivers(cls)
         _read_outer_samples(cls)
         own = cls.__dict__.get("pytestmark", [])
@@ -342,6 +349,15 @@ def _validate_loop_scope(cls: type[ContractBase]) -> None:
         raise SubclassMisuse(
             cls, f"loop_scope must be one of {', '.join(_LOOP_SCOPES)}, got {cls.loop_scope!r}"
         )
+
+
+def _validate_time_limit(cls: type[ContractBase]) -> None:
+    if cls.time_limit_s is None:
+        return
+    try:
+        parse_time_limit(cls.time_limit_s, "time_limit_s")
+    except ValueError as error:
+        raise SubclassMisuse(cls, str(error)) from None
 
 
 class SubclassMisuse(pytest.Collector.CollectError, ValueError):

@@ -25,6 +25,14 @@ from polyloop.types import Message
 __all__ = ["ModelClientContract"]
 
 
+#: Calls ``does_not_mutate_messages`` makes on one client, each with a list of its own.
+_MUTATION_CALLS = 3
+
+
+def _snapshot(messages: list[Message]) -> list[tuple[int, object, object]]:
+    return [(id(m), getattr(m, "role", None), getattr(m, "content", None)) for m in messages]
+
+
 async def _call(client: ModelClient, messages: list[Message]) -> object:
     """The reply, unchecked: each promise checks only what it is about (the whole shape is
     ``returns_a_model_reply``'s), so one wrong field is one violated promise."""
@@ -104,17 +112,24 @@ class ModelClientContract(ContractBase):
         message to save tokens or rewrites content in place changes what the next step sends
         and what ``prompt_chars`` counted — the log no longer describes what the model saw. The
         suite passes a mutable ``list`` so that such a mutation is possible, and compares after.
+        It calls one client several times, each with a list of its own, and compares every list
+        after every later call too: a client that keeps a reference to an earlier call's list
+        (to append that reply next time, or to normalise a cached prefix) breaks it late.
         """
         samples = require_samples(model_samples, ModelSamples, "model_samples")
-        messages = list(samples.messages)
-        before = [(id(m), m.role, m.content) for m in messages]
-        await _call(model_client, messages)
-        after = [(id(m), getattr(m, "role", None), getattr(m, "content", None)) for m in messages]
-        assert after == before, (
-            "complete() changed the list of messages it was given:\n"
-            f"before: {short([(r, c) for _, r, c in before], 400)}\n"
-            f"after:  {short([(r, c) for _, r, c in after], 400)}"
-        )
+        given: list[tuple[list[Message], list[tuple[int, object, object]]]] = []
+        for call in range(1, _MUTATION_CALLS + 1):
+            messages = list(samples.messages)
+            given.append((messages, _snapshot(messages)))
+            await _call(model_client, messages)
+            for earlier, (passed, before) in enumerate(given, start=1):
+                after = _snapshot(passed)
+                when = "during that call" if earlier == call else f"during call {call}"
+                assert after == before, (
+                    f"complete() changed the list of messages given to call {earlier} ({when}):\n"
+                    f"before: {short([(r, c) for _, r, c in before], 400)}\n"
+                    f"after:  {short([(r, c) for _, r, c in after], 400)}"
+                )
 
     async def test_cancellation_propagates(
         self, model_client: ModelClient, model_samples: ModelSamples
@@ -149,8 +164,14 @@ class ModelClientContract(ContractBase):
         A client that instead returns an error message as reply text makes the parser read it
         as the model's answer, and the run goes on with a fabricated turn. Checked when
         ``model_samples`` has a ``failing_client_factory``: the suite serves a loopback endpoint
-        that answers 500, answers 429 every time, resets the connection, sends malformed JSON,
-        or never answers, and ``complete()`` must raise within ``failure_bound_s`` each time.
+        that fails as servers and proxies do — HTTP 500; 429 every time; 400, 401, 403, 404 and
+        422 with a JSON error body; 200 with an ``error`` object and no ``choices``; 200 with
+        an empty ``choices`` list; a proxy's ``text/html`` 502 and 503 pages; a reset
+        connection; truncated JSON; a reply cut before its end (for a streaming request, a
+        server-sent-event stream closed mid-event without ``[DONE]``); a valid body trickled a
+        byte at a time for longer than the bound; no answer at all — and ``complete()`` must
+        raise, after whatever retries the client makes, within ``failure_bound_s`` each time.
+        An empty text, partial text or the error message returned as a reply is a violation.
         """
         samples = require_samples(model_samples, ModelSamples, "model_samples")
         if samples.failing_client_factory is None or samples.failure_bound_s is None:

@@ -111,9 +111,13 @@ class ModelSamples:
     Stored as a tuple.
 
     Optional, to have ``failure_is_an_exception`` checked: ``failing_client_factory`` builds
-    your client against a base URL (``"http://127.0.0.1:PORT/v1"``, OpenAI-compatible paths
-    below it) that the suite serves and makes misbehave, and ``failure_bound_s`` is the time
-    within which your client gives up, retries and timeouts included (at most 60 s).
+    your client against a base URL (``"http://127.0.0.1:PORT/<failure>/v1"``, OpenAI-compatible
+    paths below it) that the suite serves and makes misbehave — HTTP errors with JSON bodies,
+    a 200 with an ``error`` object or empty ``choices``, HTML proxy pages, a reset, truncated
+    JSON, a reply (or SSE stream) cut before its end, a body trickled slower than the bound, no
+    answer — one client per failure, all at once. ``failure_bound_s`` is the time within which
+    your client gives up, retries and timeouts included (at most 60 s): a deadline for the
+    whole request, not only a timeout per read.
     """
 
     messages: Sequence[Message]

@@ -31,7 +31,7 @@ _WHY = {
 }
 _SKIPPED_PREFIX = "Skipped: "
 # The verify-yourself text of a promise polyloop keeps itself; parse_skip_reason reads it back.
-_KEPT_BY = "nothing to do in your implementation: polyloop keeps this promise, guarded by "
+_KEPT_BY = "nothing to do in your implementation: polyloop keeps this promise, documented in "
 _SUMMARY_PREFIX = re.compile(r"^SKIPPED \[\d+\] \S+?:\d+: ")
 
 
@@ -46,7 +46,8 @@ class ContractSkip(pytest.skip.Exception):  # type: ignore[misc, name-defined]
     (``not applicable to this implementation:`` for ``not_applicable``).
 
     ``kept_by`` is empty unless the library keeps the promise itself (see
-    :func:`kept_by_polyloop`): then it holds the node ids of polyloop's own tests that guard it,
+    :func:`kept_by_polyloop`): then it holds where the promise is documented (a page of the
+    docs, ``docs/…/page.md#section``, or a promise id), never a file a user does not have,
     and ``verify_yourself`` says there is nothing to do.
     """
 
@@ -80,14 +81,14 @@ class ContractSkip(pytest.skip.Exception):  # type: ignore[misc, name-defined]
         self.promise = promise
         self.why = why
         self.verify_yourself = verify_yourself
-        self.kept_by = _checked_test_ids(kept_by)
+        self.kept_by = _checked_references(kept_by)
         message = f"{promise}{_WHY[outcome]}{why}{_VERIFY}{verify_yourself}"
         # Report the skip at the test item (the user's class), not at this helper's raise line.
         super().__init__(msg=message, pytrace=False, _use_item_location=True)
 
     def as_dict(self) -> dict[str, str]:
         """The structured parts: ``outcome``, ``promise``, ``why``, ``verify_yourself``, and
-        ``kept_by`` (the guarding test ids joined by ``", "``) when the library keeps it."""
+        ``kept_by`` (where it is documented, joined by ``", "``) when the library keeps it."""
         parts = {
             "outcome": self.outcome,
             "promise": self.promise,
@@ -116,12 +117,19 @@ def _rebuild(parts: dict[str, str]) -> ContractSkip:
     return ContractSkip(**fields, kept_by=kept_by)  # type: ignore[arg-type]
 
 
-def _checked_test_ids(kept_by: object) -> tuple[str, ...]:
+# What `kept_by` may name: a page of the documentation (with its section), or a promise id.
+# Not a test, a module or any other file of the repository: those are not installed with the
+# package, and a user reading a report cannot open them.
+_REFERENCE = re.compile(r"docs/[\w./-]+\.md(#[\w-]+)?|[a-z][a-z_]*\.[a-z0-9_]+")
+
+
+def _checked_references(kept_by: object) -> tuple[str, ...]:
     if not isinstance(kept_by, tuple) or not all(
-        isinstance(node_id, str) and "::" in node_id and ", " not in node_id for node_id in kept_by
+        isinstance(reference, str) and _REFERENCE.fullmatch(reference) for reference in kept_by
     ):
         raise ValueError(
-            f"ContractSkip kept_by must be a tuple of pytest node ids (path::test), got {kept_by!r}"
+            "ContractSkip kept_by must be a tuple of references a user can follow: a docs page "
+            f"(docs/reference/runtime.md#events) or a promise id (seam.name), got {kept_by!r}"
         )
     return kept_by
 
@@ -151,8 +159,10 @@ def not_applicable(*, promise: str, why: str, verify_yourself: str) -> NoReturn:
 def kept_by_polyloop(*, promise: str, why: str, guarded_by: tuple[str, ...]) -> NoReturn:
     """Skip: the library keeps this promise itself, so the implementer has nothing to check.
 
-    An ``unverifiable`` skip whose ``kept_by`` names the polyloop tests (``guarded_by``, node ids)
-    that guard the promise; a report shows it as kept by polyloop, not as "verify it yourself".
+    An ``unverifiable`` skip whose ``kept_by`` (``guarded_by``) names where the promise is
+    documented: a docs page with its section (``docs/reference/runtime.md#events``) or a promise
+    id — never polyloop's own tests, which are not installed with the package. A report shows
+    it as kept by polyloop, not as "verify it yourself".
     """
     raise ContractSkip(
         outcome="unverifiable",

@@ -1,68 +1,54 @@
 """The bundled implementations' conformance run (the README's main job).
 
-OpenAIChatModel joins the run where the ``openai`` extra is installed (always in CI); without it
-it is left out the same way, with a warning.
+Implementations behind an extra (PostgresStore, OpenAIChatModel, MCPExecutor, JupyterExecutor,
+OpenTelemetrySink) join the run where their extra is installed — PostgresStore also needs
+PostgreSQL's binaries — or always in CI (where a missing extra then fails loudly). Elsewhere each
+is left out of collection with one warning naming it and the extra to install, instead of being
+collected and skipped: an implementation whose every promise was skipped makes the verdict
+``incomplete``, and the main job must pass on a fresh machine that has only the embedded default
+store (the README's own install line, ``pip install -e '.[testing]'``).
 
-PostgresStore joins the run only where it can be judged: with PostgreSQL's binaries and psycopg
-installed, or always in CI (where the session fixture then fails loudly if they are missing).
-MCPExecutor, JupyterExecutor and OpenTelemetrySink likewise join where their extra (``mcp``,
-``jupyter``, ``otel``) is installed, or always in CI (where a missing extra fails the module).
-Elsewhere each is left out of collection with a warning instead of being collected and skipped:
-an implementation whose every promise was skipped makes the verdict ``incomplete``, and the main
-job must pass on a fresh machine that has only the embedded default store.
+Every probe goes through :func:`polyloop._extras.extra_installed`, which is safe for dotted
+module names (``opentelemetry.sdk`` without ``opentelemetry`` answers "missing", not a crash).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
 
+from polyloop._extras import extra_installed, install_hint
 from polyloop.testing._base import in_ci
-from tests.conftest import _mcp_installed, _postgres_bindir
+from tests.conftest import _postgres_bindir
 
 collect_ignore: list[str] = []
 
-if not in_ci():
-    missing = []
-    if _postgres_bindir() is None:
-        missing.append("the PostgreSQL binaries (apt-get install -y postgresql)")
-    if importlib.util.find_spec("psycopg") is None:
-        missing.append("psycopg (pip install 'polyloop[postgres]')")
-    if missing:
-        collect_ignore.append("test_postgres_store_contract.py")
-        warnings.warn(
-            "PostgresStore is not judged in this conformance run: it needs "
-            + " and ".join(missing),
-            stacklevel=1,
-        )
+# (contract module, implementation, its extra)
+_BEHIND_AN_EXTRA = (
+    ("test_postgres_store_contract.py", "PostgresStore", "postgres"),
+    ("test_openai_model_contract.py", "OpenAIChatModel", "openai"),
+    ("test_mcp_executor_contract.py", "MCPExecutor", "mcp"),
+    ("test_jupyter_executor_contract.py", "JupyterExecutor", "jupyter"),
+    ("test_otel_sink_contract.py", "OpenTelemetrySink", "otel"),
+)
 
-    if not _mcp_installed():
-        collect_ignore.append("test_mcp_executor_contract.py")
-        warnings.warn(
-            "MCPExecutor is not judged in this conformance run: it needs the MCP SDK "
-            "(pip install 'polyloop[mcp]')",
-            stacklevel=1,
-        )
-    if importlib.util.find_spec("opentelemetry.sdk") is None:
-        collect_ignore.append("test_otel_sink_contract.py")
-        warnings.warn(
-            "OpenTelemetrySink is not judged in this conformance run: it needs "
-            "opentelemetry-sdk (pip install 'polyloop[otel]')",
-            stacklevel=1,
-        )
-    if importlib.util.find_spec("openai") is None:
-        collect_ignore.append("test_openai_model_contract.py")
-        warnings.warn(
-            "OpenAIChatModel is not judged in this conformance run: it needs the openai extra "
-            "(pip install 'polyloop[openai]')",
-            stacklevel=1,
-        )
-    if importlib.util.find_spec("jupyter_client") is None or (
-        importlib.util.find_spec("ipykernel") is None
-    ):
-        collect_ignore.append("test_jupyter_executor_contract.py")
-        warnings.warn(
-            "JupyterExecutor is not judged in this conformance run: it needs jupyter_client and "
-            "ipykernel (pip install 'polyloop[jupyter]')",
-            stacklevel=1,
-        )
+
+def _left_out() -> list[tuple[str, str]]:
+    """(contract module, why) of each implementation this machine cannot judge."""
+    left_out = []
+    for module, implementation, extra in _BEHIND_AN_EXTRA:
+        needs = [] if extra_installed(extra) else [install_hint(extra)]
+        if extra == "postgres" and _postgres_bindir() is None:
+            needs.append("the PostgreSQL binaries (apt-get install -y postgresql)")
+        if needs:
+            why = (
+                f"{implementation} is not judged in this conformance run: it needs "
+                + " and ".join(needs)
+            )
+            left_out.append((module, why))
+    return left_out
+
+
+if not in_ci():
+    for _module, _why in _left_out():
+        collect_ignore.append(_module)
+        warnings.warn(_why, stacklevel=1)

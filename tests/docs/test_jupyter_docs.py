@@ -8,17 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
+from tests.conftest import require_extra
 from tests.docs.test_docs_examples import python_blocks, run_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 HOW_TO = ROOT / "docs" / "how-to" / "run-code-in-a-jupyter-kernel.md"
 
-pytest.importorskip(
-    "jupyter_client", reason="needs the jupyter extra: pip install 'polyloop[jupyter]'"
-)
-pytest.importorskip("ipykernel", reason="needs the jupyter extra: pip install 'polyloop[jupyter]'")
+require_extra("jupyter")
 
 
 def test_the_how_to_example_prints_what_the_page_says() -> None:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
-import pytest
-
-from polyloop.testing._base import in_ci
+from tests.conftest import require_extra
 from tests.docs.test_docs_examples import ROOT, python_blocks, run_blocks
 
 PAGE = ROOT / "docs" / "how-to" / "trace-with-opentelemetry.md"
@@ -20,8 +17,7 @@ def shown_output(text: str) -> list[str]:
 
 
 def test_the_otel_howto_example_prints_the_span_tree_the_page_shows() -> None:
-    if importlib.util.find_spec("opentelemetry.sdk") is None and not in_ci():
-        pytest.skip("needs the otel extra: pip install 'polyloop[otel]'")
+    require_extra("otel")
     blocks = python_blocks(PAGE)
     assert len(blocks) == 2
 

@@ -21,12 +21,10 @@ import pytest_asyncio
 
 from polyloop import Action, ActionStatus
 from polyloop.executors import JupyterExecutor
+from tests.conftest import require_extra
 from tests.unit.test_executors import process_exists
 
-pytest.importorskip(
-    "jupyter_client", reason="needs the jupyter extra: pip install 'polyloop[jupyter]'"
-)
-pytest.importorskip("ipykernel", reason="needs the jupyter extra: pip install 'polyloop[jupyter]'")
+require_extra("jupyter")
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

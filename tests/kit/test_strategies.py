@@ -8,7 +8,6 @@ from collections.abc import Callable
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +34,7 @@ from polyloop.types import (
     parameters_hash,
     record_from_json,
 )
+from tests.conftest import require_extra
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -194,6 +194,8 @@ def test_agents_results_and_logs_are_valid_values(
 def test_tools_carry_schemas_the_full_validator_accepts(tool: Tool) -> None:
     """With the ``schema`` extra, ``Tool`` refuses an invalid JSON Schema: the strategy must
     not draw one (it drew arbitrary JSON objects, and ``{"required": {...}}`` broke a draw)."""
-    jsonschema = pytest.importorskip("jsonschema")
+    require_extra("schema")
+    import jsonschema
+
     jsonschema.Draft202012Validator.check_schema(tool.parameters)
     assert tool.parameters["type"] == "object"

@@ -30,6 +30,10 @@ def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> Project:
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Project:
+    # The conformance section wraps prose at the terminal's width: a wide one keeps each
+    # sandbox's lines whole whatever terminal runs this suite (tests of the wrapping set
+    # their own COLUMNS after this).
+    monkeypatch.setenv("COLUMNS", "1000")
     pytester.syspathinsert(pytester.path / "tests")
     return Project(pytester)

@@ -224,7 +224,7 @@ def test_a_promise_polyloop_keeps_is_reported_as_kept_by_polyloop(project: Proje
     run = project.run(f"--polyloop-report-md={markdown}")
     promise = run.promise("memory_sink", KEPT)
     assert promise["outcome"] == "unverifiable"
-    assert "tests/unit/test_events.py::" in promise["kept_by"]
+    assert promise["kept_by"] == "docs/reference/runtime.md#events"  # on main: tests/unit/...
     assert "kept by polyloop (nothing to verify yourself):" in run.output
     section = run.output.split("kept by polyloop (nothing to verify yourself):", 1)[1]
     assert KEPT in section
@@ -259,5 +259,5 @@ def test_report_file_on_a_malformed_report_is_one_line_and_exit_2(
     report.write_text(f'{{"schema": "polyloop-conformance/1", {body}}}', encoding="utf-8")
     assert main(["report", str(report), *(["--markdown"] if markdown else [])]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"polyloop report: {report}: ")
+    assert err.startswith(f"polyloop: error: {report}: ")
     assert len(err.strip().splitlines()) == 1

@@ -53,21 +53,22 @@ def test_diff_lists_a_regression_and_exits_1(
     status = main(["report", "diff", str(before), str(after)])
     out = capsys.readouterr().out
     assert status == 1
-    assert f"regressed (held → violated): 1\n  executor  {ERROR_PROMISE}\n" in out
-    assert "appeared: 9" in out
-    assert f"extra_executor  {ERROR_PROMISE}  (held)" in out
+    regressed = "regressed (held → anything but held, waived or overridden)"
+    assert f"{regressed}: 1\n  executor  {ERROR_PROMISE}  held → violated\n" in out
+    assert "implementations new in NEW: 1\n  extra_executor\n" in out
+    assert out.endswith("\n1 regression\n")
 
 
-def test_diff_the_other_way_lists_recoveries_and_exits_0(
+def test_diff_the_other_way_lists_recoveries_and_the_lost_implementation(
     before_and_after: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     before, after = before_and_after
     status = main(["report", "diff", str(after), str(before)])
     out = capsys.readouterr().out
-    assert status == 0
-    assert f"recovered: 1\n  executor  {ERROR_PROMISE}\n" in out
-    assert "disappeared: 9" in out
-    assert "regressed (held → violated): 0" in out
+    assert status == 1  # extra_executor is in OLD and missing from NEW: a regression
+    assert f"recovered (now held): 1\n  executor  {ERROR_PROMISE}  violated → held\n" in out
+    assert "implementations missing from NEW (regressed): 1\n  extra_executor\n" in out
+    assert "regressed (held → anything but held, waived or overridden): 0" in out
 
 
 def test_report_file_renders_the_verdict_and_the_violation(
@@ -151,7 +152,7 @@ def test_a_report_with_malformed_implementations_exits_2_naming_the_file(
     text = f'{{"schema": "polyloop-conformance/1", "implementations": {implementations}}}'
     report.write_text(text, encoding="utf-8")
     assert main(["report", "diff", str(report), str(report)]) == 2
-    assert f"polyloop report: {report}: " in capsys.readouterr().err
+    assert f"polyloop: error: {report}: " in capsys.readouterr().err
 
 
 def _report_with(implementation: dict[str, object], **top: object) -> dict[str, object]:
@@ -236,7 +237,7 @@ def test_a_report_the_renderer_cannot_read_exits_2_with_one_line(
     for markdown in ([], ["--markdown"]):
         assert main(["report", str(path), *markdown]) == 2
         err = capsys.readouterr().err
-        assert err.startswith(f"polyloop report: {path}: ")
+        assert err.startswith(f"polyloop: error: {path}: ")
         assert reason in err
         assert err.count("\n") == 1
 

@@ -116,7 +116,8 @@ def test_report_diff_reads_reports_with_reruns(
     assert main(["report", "diff", str(flaky), str(steady)]) == 0
     out = capsys.readouterr().out
     assert "verdict: conformant → conformant" in out
-    assert "changed: 0" in out
+    assert "changed (not a regression): 0" in out
+    assert out.endswith("\nno regression\n")
     assert main(["report", "diff", str(steady), str(flaky)]) == 0
 
 

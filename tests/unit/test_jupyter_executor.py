@@ -11,6 +11,7 @@ import pytest
 
 from polyloop.executors import JupyterExecutor
 from polyloop.executors._jupyter_output import ObservationBuffer, mime_summary, render_message
+from tests.conftest import require_extra
 
 HINT = "pip install 'polyloop[jupyter]'"
 
@@ -47,7 +48,7 @@ def test_a_kernel_name_that_is_not_a_non_empty_string_is_refused(kernel_name):
 
 
 def test_a_kernel_that_is_not_installed_is_refused_naming_the_installed_ones():
-    pytest.importorskip("ipykernel")
+    require_extra("jupyter")
     with pytest.raises(ValueError, match=r"no Jupyter kernel named 'no-such-kernel'.*python3"):
         JupyterExecutor("no-such-kernel")
 
@@ -85,7 +86,7 @@ def test_inherit_env_must_be_a_bool():
 
 
 def test_construction_starts_nothing():
-    pytest.importorskip("ipykernel")
+    require_extra("jupyter")
     executor = JupyterExecutor()
     assert executor.pid is None
     assert repr(executor) == "JupyterExecutor('python3', timeout_s=30, pid=None)"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from polyloop.stores import MemoryStore, SQLiteStore, open_store
+from tests.conftest import require_extra
 
 
 def test_memory_url_gives_a_fresh_memory_store_each_time() -> None:
@@ -38,6 +39,23 @@ def test_four_slashes_is_an_absolute_path(tmp_path: Path) -> None:
     assert store.path == tmp_path / "runs.db"
 
 
+@pytest.mark.parametrize("given", ["runs.db", "sub/runs.db", "./a:b.db", "memory.db"])
+def test_a_plain_path_is_a_sqlite_store_like_three_slashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    # On main a plain path was refused: "unsupported store URL 'runs.db'".
+    monkeypatch.chdir(tmp_path)
+
+    store = open_store(given)
+    absolute = open_store(str(tmp_path / given))
+
+    assert isinstance(store, SQLiteStore)
+    assert isinstance(absolute, SQLiteStore)
+    assert store.path == absolute.path == (tmp_path / given).absolute()
+    assert store.path == open_store(f"sqlite:///{given}").path  # type: ignore[attr-defined]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_opening_a_sqlite_url_touches_no_file(tmp_path: Path) -> None:
     target = tmp_path / "runs.db"
 
@@ -57,8 +75,11 @@ def test_opening_a_sqlite_url_touches_no_file(tmp_path: Path) -> None:
         "sqlite:///",
         "sqlite:///dir/",
         "mysql://user@host/db",
-        "runs.db",
-        "/var/lib/runs.db",
+        "c:runs.db",
+        "sqlite",
+        "postgresql",
+        " ",
+        "dir/",
     ],
 )
 def test_a_bad_url_is_a_one_line_value_error_listing_the_accepted_forms(url: str) -> None:
@@ -101,9 +122,7 @@ def test_a_postgres_url_without_psycopg_says_how_to_install_it(
 
 @pytest.mark.parametrize("scheme", ["postgresql", "postgres"])
 def test_a_postgres_url_makes_a_postgres_store_with_the_url_as_dsn(scheme: str) -> None:
-    pytest.importorskip(
-        "psycopg", reason="needs the postgres extra: pip install 'polyloop[postgres]'"
-    )
+    require_extra("postgres")
     postgres = importlib.import_module("polyloop.stores._postgres")
     dsn = f"{scheme}://alice@127.0.0.1:1/runs"  # port 1: nothing listens, and nothing connects
 

@@ -12,9 +12,10 @@ import pytest
 import pytest_asyncio
 
 import polyloop
+from polyloop.models import OpenAIChatModel  # lazy: OpenAIChatModel imports openai when built
+from tests.conftest import require_extra
 
-pytest.importorskip("openai", reason="needs the openai extra: pip install 'polyloop[openai]'")
-from polyloop.models import OpenAIChatModel
+require_extra("openai")
 
 
 @dataclass
@@ -200,3 +201,86 @@ async def test_a_cost_in_the_usage_is_kept(endpoint: FakeEndpoint) -> None:
 
     assert reply.usage["cost"] == 1e-4
     assert reply.usage["total_tokens"] == 10
+
+
+@pytest_asyncio.fixture
+async def trickling_endpoint() -> AsyncIterator[str]:
+    """Answers 200 with a valid completion whose body comes a byte every 50 ms for about 3 s:
+    every read arrives well within any per-read timeout, the whole does not."""
+    body = b" " * 60 + json.dumps(completion("too late")).encode()
+    stop = asyncio.Event()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":", 1)[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            await reader.readexactly(length)
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            )
+            for index in range(len(body)):
+                if stop.is_set():
+                    return
+                writer.write(body[index : index + 1])
+                await writer.drain()
+                await asyncio.sleep(0.05)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield f"http://127.0.0.1:{port}/v1"
+        stop.set()
+
+
+@pytest.mark.asyncio
+async def test_a_trickled_body_ends_at_the_whole_call_deadline(trickling_endpoint: str) -> None:
+    """``timeout_s`` is the SDK's per-read timeout: a body trickled a byte at a time passes it
+    and the call would take as long as the server likes. ``deadline_s`` bounds the whole call
+    (by default every attempt's ``timeout_s`` plus the pauses between them)."""
+    model = OpenAIChatModel(
+        "m", base_url=trickling_endpoint, api_key="k", max_retries=0, timeout_s=0.3
+    )
+    assert model.deadline_s == 0.3
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    with pytest.raises(TimeoutError, match=r"no reply within deadline_s=0\.3 s"):
+        async with asyncio.timeout(2.5):  # the test's own bound: the body takes about 3 s
+            await model.complete([polyloop.Message(role="user", content="x")])
+    await model.aclose()
+
+    assert loop.time() - started < 1.5
+
+
+@pytest.mark.asyncio
+async def test_an_explicit_deadline_bounds_the_call_whatever_the_per_read_timeout(
+    trickling_endpoint: str,
+) -> None:
+    model = OpenAIChatModel(
+        "m", base_url=trickling_endpoint, api_key="k", timeout_s=60.0, deadline_s=0.4
+    )
+    with pytest.raises(TimeoutError, match=r"deadline_s=0\.4 s"):
+        async with asyncio.timeout(2.5):
+            await model.complete([polyloop.Message(role="user", content="x")])
+    await model.aclose()
+
+
+def test_the_default_deadline_is_every_attempt_and_the_pauses_between() -> None:
+    assert OpenAIChatModel("m", api_key="k").deadline_s == 3 * 60.0 + 0.5 + 1.0
+    assert OpenAIChatModel("m", api_key="k", max_retries=0, timeout_s=10).deadline_s == 10
+    assert OpenAIChatModel("m", api_key="k", max_retries=5, timeout_s=1).deadline_s == (
+        6 + 0.5 + 1 + 2 + 4 + 8
+    )
+    assert OpenAIChatModel("m", api_key="k", timeout_s=None).deadline_s is None
+    for bad in (0, -1.0, float("nan"), float("inf"), True, "5"):
+        with pytest.raises(ValueError, match="deadline_s"):
+            OpenAIChatModel("m", api_key="k", deadline_s=bad)  # type: ignore[arg-type]

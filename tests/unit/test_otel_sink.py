@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib.util
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -33,7 +32,7 @@ from polyloop import (
 )
 from polyloop.models import ScriptedModel
 from polyloop.stores import MemoryStore
-from polyloop.testing._base import in_ci
+from tests.conftest import require_extra
 from tests.unit._doubles import (
     GOAL,
     Crash,
@@ -47,15 +46,14 @@ from tests.unit._doubles import (
     script,
 )
 
-if importlib.util.find_spec("opentelemetry.sdk") is None and not in_ci():
-    pytest.skip("needs the otel extra: pip install 'polyloop[otel]'", allow_module_level=True)
+require_extra("otel")
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry.trace import StatusCode  # noqa: E402
 
-from polyloop.events import OpenTelemetrySink
+from polyloop.events import OpenTelemetrySink  # noqa: E402
 
 RUN = "run-otel-1"
 

@@ -1,0 +1,51 @@
+""".ci/run checks what a newcomer and a downstream user get: the README main job on a bare
+install runs before any extra is installed anywhere, and the built wheel is tested in a
+downstream project. (Both steps run for real in CI; ``bash .ci/run STEP`` runs one alone.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def top_level_lines() -> list[str]:
+    """The script's lines outside function bodies (what runs, in order)."""
+    lines, depth = [], 0
+    for line in SCRIPT.splitlines():
+        if re.match(r"^[a-z_]+\(\) \{", line):
+            depth += not line.rstrip().endswith("}")  # a one-line function opens no body
+            continue
+        if depth and line == "}":
+            depth -= 1
+            continue
+        if not depth:
+            lines.append(line.strip())
+    return lines
+
+
+def test_the_bare_main_job_runs_first_with_ci_unset_in_its_own_virtualenv() -> None:
+    run = top_level_lines()
+    first_install = next(i for i, line in enumerate(run) if "pip install" in line)
+    assert run.index("bare_main_job") < first_install
+    body = SCRIPT.split("bare_main_job() {", 1)[1].split("\n}\n", 1)[0]
+    assert "unset CI" in body
+    assert "python3 -m venv .ci-venv-bare" in body
+    assert 'main_command="$(readme_block main-job)"' in body
+    assert 'eval "$main_command"' in body
+    assert "pip install" not in body.replace("pip install -q --upgrade pip", "")
+    assert "grep -qx 'verdict: conformant'" in body
+    assert 'check_report "$report"' in body
+
+
+def test_the_wheel_not_the_checkout_is_tested_downstream() -> None:
+    assert "published_wheel" in top_level_lines()
+    body = SCRIPT.split("published_wheel() {", 1)[1].split("\n}\n", 1)[0]
+    assert "-m build --outdir" in body
+    assert "-m twine check --strict" in body
+    assert 'pip install -q "${wheel}[testing]"' in body
+    assert "-e ." not in body
+    assert 'cp -R examples/downstream "$work/downstream"' in body
+    assert "--polyloop-conformance" in body
