@@ -1,14 +1,15 @@
 """The conformance report format: one home for its schema, outcomes, reader and renderers.
 
 ``pytest --polyloop-conformance --polyloop-report PATH.json`` writes a report (schema
-``polyloop-conformance/1``, described by the shipped ``report.schema.json``); this module reads
-and checks one (:func:`load_report`), renders it as terminal text or Markdown and diffs two.
+``polyloop-conformance/2``, described by the shipped ``report.schema.json``); this module reads
+and checks one (:func:`load_report`, which also reads ``polyloop-conformance/1`` reports),
+renders it as terminal text or Markdown and diffs two.
 Standard library only, so it works where neither pytest nor the test kit is installed: the
 plugin writes with it, ``polyloop report`` reads with it.
 
 >>> from polyloop.report import OUTCOMES, SCHEMA
->>> SCHEMA, OUTCOMES[:2]
-('polyloop-conformance/1', ('held', 'violated'))
+>>> SCHEMA, OUTCOMES[:3]
+('polyloop-conformance/2', ('held', 'violated', 'setup_error'))
 """
 
 from __future__ import annotations
@@ -38,13 +39,16 @@ __all__ = [
     "schema",
 ]
 
-SCHEMA = "polyloop-conformance/1"
-# Every schema tag the readers accept: a report written by an earlier or later kit of the same
-# format family stays readable (``polyloop report``, ``report diff``, baselines).
-READABLE_SCHEMAS = frozenset({"polyloop-conformance/1", "polyloop-conformance/2", SCHEMA})
+SCHEMA = "polyloop-conformance/2"
+# Every schema tag the readers accept (``polyloop report``, ``report diff``, baselines): /1 has
+# no setup_error and no interrupted, read as absent.
+READABLE_SCHEMAS = frozenset({"polyloop-conformance/1", SCHEMA})
+# /1 files are checked against the schema they were written with, shipped beside the current one.
+_SCHEMA_FILES = {SCHEMA: "report.schema.json", "polyloop-conformance/1": "report-1.schema.json"}
 Outcome = Literal[
     "held",
     "violated",
+    "setup_error",
     "unverifiable",
     "not_applicable",
     "waived",
@@ -69,6 +73,7 @@ _ATTENTION = (
 )
 _VERDICT_TEXT = {
     "conformant": "conformant",
+    "setup_error": "SETUP ERROR (an implementation could not be built: its promises did not run)",
     "violations": "VIOLATIONS",
     "incomplete": "INCOMPLETE (promises missing, none held, overridden without a waiver, or a "
     "fixture teardown failed)",
@@ -81,9 +86,13 @@ class ReportError(Exception):
     file and is one line."""
 
 
-def schema() -> dict[str, Any]:
-    """The JSON Schema of the report (``report.schema.json``, shipped beside this module)."""
-    text = resources.files("polyloop").joinpath("report.schema.json").read_text("utf-8")
+def schema(version: str = SCHEMA) -> dict[str, Any]:
+    """The JSON Schema of a report version (the current one unless ``version`` names an older
+    one of :data:`READABLE_SCHEMAS`), shipped beside this module."""
+    name = _SCHEMA_FILES.get(version)
+    if name is None:
+        raise ValueError(f"no schema for {version!r}; known: {', '.join(_SCHEMA_FILES)}")
+    text = resources.files("polyloop").joinpath(name).read_text("utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 
@@ -166,6 +175,13 @@ def _object(value: object) -> bool:
     return isinstance(value, dict)
 
 
+def _setup_error(value: object) -> bool:
+    return value is None or (
+        isinstance(value, dict)
+        and all(isinstance(value.get(part), str) for part in ("type", "message", "location"))
+    )
+
+
 def _count_of_reruns(value: object) -> bool:
     return _number(value) and isinstance(value, int) and value >= 1
 
@@ -181,6 +197,7 @@ _RENDERED: tuple[Check, ...] = (
     ("source", _text, "a string"),
     ("missing", _texts, "a list of strings"),
     ("teardown_errors", _texts, "a list of strings"),
+    ("setup_error", _setup_error, "null or an object with 'type', 'message' and 'location'"),
 )
 _PROMISE_RENDERED: tuple[Check, ...] = (
     ("nodeid", _text, "a string"),
@@ -188,7 +205,9 @@ _PROMISE_RENDERED: tuple[Check, ...] = (
     *((name, _text_or_null, "a string or null") for name in _NULLABLE_TEXTS),
     ("reruns", _count_of_reruns, "a whole number of at least 1"),
 )
-_OPTIONAL = frozenset({"source", "missing", "teardown_errors", "reruns", *_NULLABLE_TEXTS})
+_OPTIONAL = frozenset(
+    {"source", "missing", "teardown_errors", "setup_error", "reruns", *_NULLABLE_TEXTS}
+)
 
 
 def _field_problem(entry: Mapping[str, Any], checks: tuple[Check, ...]) -> str | None:
@@ -226,6 +245,8 @@ def _structure_problem(data: Mapping[str, Any]) -> str | None:
                     return f"implementations[{index}].promises[{number}]: {problem}"
     if data.get("verdict") not in _VERDICT_TEXT:
         return f"'verdict' must be one of {', '.join(_VERDICT_TEXT)}"
+    if not isinstance(data.get("interrupted", False), bool):
+        return "'interrupted' must be true or false"
     return None
 
 
@@ -290,6 +311,8 @@ def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
         f"kit {report.get('kit_version')}  suite {report.get('suite_hash')}  "
         f"pytest {report.get('pytest_version')}  python {report.get('python_version')}",
     ]
+    if report.get("interrupted"):
+        lines.insert(1, _INTERRUPTED)
     implementations = report.get("implementations", [])
     width = max((len(item["id"]) for item in implementations), default=0)
     for item in implementations:
@@ -300,7 +323,10 @@ def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
         missing = item.get("missing") or []
         if missing:
             lines.append(f"{'':<{width}}  not run: {', '.join(missing)}")
-        if not item["counts"].get("held"):
+        setup_error = item.get("setup_error")
+        if setup_error:
+            lines += [f"{'':<{width}}  {line}" for line in _setup_error_lines(setup_error)]
+        elif not item["counts"].get("held"):
             lines.append(f"{'':<{width}}  no promise held: an empty contract never passes")
         lines.extend(f"{'':<{width}}  {error}" for error in item.get("teardown_errors") or [])
     for outcome, heading in _ATTENTION:
@@ -329,6 +355,20 @@ def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
     if columns is not None:
         lines = [part for line in lines for part in _wrapped(line, columns)]
     return "\n".join(lines) + "\n"
+
+
+_INTERRUPTED = (
+    "interrupted: the session stopped before every promise ran (Ctrl-C, a collection error, -x "
+    "or --maxfail)"
+)
+
+
+def _setup_error_lines(setup_error: Mapping[str, str]) -> list[str]:
+    """An implementation that could not be built, said once: the exception and where."""
+    return [
+        f"setup error: {setup_error['type']}: {setup_error['message']}",
+        f"  at {setup_error['location']}: fix the fixture; none of its promises ran",
+    ]
 
 
 def _detail_lines(detail: str, prefix: str) -> list[str]:
@@ -411,7 +451,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "## polyloop conformance",
         "",
         f"**Verdict: {_VERDICT_TEXT.get(report['verdict'], report['verdict'])}** — kit "
-        f"`{report.get('kit_version')}`, suite `{report.get('suite_hash')}`",
+        f"`{report.get('kit_version')}`, suite `{report.get('suite_hash')}`"
+        + (f" — {_INTERRUPTED}" if report.get("interrupted") else ""),
         "",
         "| implementation | seam | promises | " + " | ".join(OUTCOMES) + " |",
         "|---|---|---|" + "---|" * len(OUTCOMES),
@@ -424,6 +465,13 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             + " | ".join(str(counts.get(name, 0)) for name in OUTCOMES)
             + " |"
         )
+    setup_errors = [
+        f"- `{item['id']}` {_md_cell(' '.join(_setup_error_lines(item['setup_error'])))}"
+        for item in report.get("implementations", [])
+        if item.get("setup_error")
+    ]
+    if setup_errors:
+        out += ["", "### setup error (the implementation could not be built)", "", *setup_errors]
     teardown_errors = [
         f"- `{item['id']}` {_md_cell(error)}"
         for item in report.get("implementations", [])

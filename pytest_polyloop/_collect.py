@@ -226,6 +226,9 @@ class Collection:
                     f"polyloop_seams names fixture {implementation.fixture!r}, which does not exist"
                 )
             )
+        needed = registered.samples_fixture if registered else None
+        if needed and implementation.samples is None and not _visible(needed, module):
+            problems.append(misuse(_samples_needed(implementation.seam, needed)))
         if implementation.samples is not None and not _visible(implementation.samples, module):
             problems.append(
                 misuse(
@@ -234,6 +237,15 @@ class Collection:
                 )
             )
         return problems
+
+
+def _samples_needed(seam: str, fixture: str) -> str:
+    """The two routes that give a tagged (or ini-named) implementation its samples."""
+    return (
+        f"the {seam} suite needs samples: name the fixture that returns them, e.g. "
+        f"@pytest_polyloop.seam({seam!r}, samples='my_{fixture}') (in polyloop_seams: "
+        f"{seam}:<fixture>:my_{fixture}), or define a fixture named `{fixture}` beside this one"
+    )
 
 
 def _visible(fixture: str, node: pytest.Collector) -> bool:

@@ -171,15 +171,6 @@ def implementation_from_tag(
                 f"unknown seam {tag.seam!r}; the registered seams are: {known}",
             )
         ]
-    if registered.samples_fixture is not None and tag.samples is None:
-        return None, [
-            Misuse(
-                tagged.source,
-                tagged.fixture,
-                f"the {tag.seam} suite needs samples: name the fixture that returns them, e.g. "
-                f"@pytest_polyloop.seam({tag.seam!r}, samples='my_{registered.samples_fixture}')",
-            )
-        ]
     implementation_id = tag.id or tagged.fixture
     from_ini = ini_waivers.get(implementation_id, {})
     misuses = [

@@ -19,6 +19,8 @@ __all__ = ["Judgement", "PhaseResult", "classify", "phase_result", "teardown_fai
 
 PROPERTY_ITEM = "polyloop"
 PROPERTY_SKIP = "polyloop_skip"
+# {type, message, location} of an exception that kept the implementation from being built.
+PROPERTY_SETUP_ERROR = "polyloop_setup_error"
 _STRICT_XPASS = "[XPASS(strict)]"
 _WAIVED_PREFIX = "waived: "
 _DETAIL_LIMIT = 4000
@@ -43,6 +45,7 @@ class PhaseResult:
     skip_reason: str = ""
     wasxfail: str | None = None
     contract_skip: Mapping[str, str] | None = None
+    setup_error: Mapping[str, str] | None = None
     attempt: int = 0
 
 
@@ -58,6 +61,7 @@ class Judgement:
     promise: str | None = None
     waiver_reason: str | None = None
     kept_by: str | None = None
+    setup_error: Mapping[str, str] | None = None
     reruns: int = 0
 
 
@@ -71,11 +75,15 @@ def phase_result(report: Any) -> PhaseResult:
     reprcrash = getattr(longrepr, "reprcrash", None)
     if reprcrash is not None:
         crash = str(getattr(reprcrash, "message", ""))
-    contract_skip = None
+    contract_skip = setup_error = None
     for name, value in report.user_properties:
-        if name == PROPERTY_SKIP and isinstance(value, str):
+        if name in (PROPERTY_SKIP, PROPERTY_SETUP_ERROR) and isinstance(value, str):
             parts = json.loads(value)  # JSON, so junit XML shows it readably
-            contract_skip = {str(key): str(part) for key, part in parts.items()}
+            texts = {str(key): str(part) for key, part in parts.items()}
+            if name == PROPERTY_SKIP:
+                contract_skip = texts
+            else:
+                setup_error = texts
     return PhaseResult(
         when=str(report.when),
         outcome=str(report.outcome),
@@ -85,6 +93,7 @@ def phase_result(report: Any) -> PhaseResult:
         skip_reason=skip_reason,
         wasxfail=getattr(report, "wasxfail", None),
         contract_skip=contract_skip,
+        setup_error=setup_error,
         attempt=_attempt(report),
     )
 
@@ -173,6 +182,41 @@ def _is_stale(phase: PhaseResult) -> bool:
     return strict or (phase.outcome == "passed" and phase.wasxfail is not None)
 
 
+WORKER_CRASHED = "WorkerCrashed"
+
+
+def _setup_failure(phases: Sequence[PhaseResult]) -> Mapping[str, str] | None:
+    """What kept the implementation from being built, if anything: a failed setup (its fixture
+    or samples fixture raised), samples the kit cannot use, or a worker that died before the
+    setup phase was reported (the fixture killed it: ``os._exit``, a segfault)."""
+    for phase in phases:
+        if phase.setup_error is not None:
+            return phase.setup_error
+        if phase.when == "setup" and phase.outcome == "failed":
+            kind, _, message = (phase.crash or "error in setup").partition(": ")
+            return {"type": kind, "message": message, "location": ""}
+    crash = next((phase for phase in phases if phase.when == CRASH_PHASE), None)
+    if crash is not None and not any(phase.when == "setup" for phase in phases):
+        last = crash.text.strip().splitlines()[-1] if crash.text.strip() else "worker crashed"
+        message = f"the worker died while building the implementation's fixtures ({last})"
+        return {"type": WORKER_CRASHED, "message": message, "location": ""}
+    return None
+
+
+def _setup_error(case: _Case) -> Judgement | None:
+    """The promise never ran: no waiver, override or baseline may turn that into anything else."""
+    failure = _setup_failure(case.phases)
+    if failure is None:
+        return None
+    return Judgement(
+        outcome="setup_error",
+        duration_s=case.duration,
+        detail=f"setup error: {failure['type']}: {failure['message']}",
+        setup_error=failure,
+        waiver_reason=case.waiver_reason,
+    )
+
+
 def _violated(case: _Case) -> Judgement | None:
     """A real failure or error, also of an overridden test: it must not hide behind that."""
     failure = next((p for p in case.phases if p.outcome == "failed" and not _is_stale(p)), None)
@@ -232,6 +276,7 @@ def _skipped(case: _Case) -> Judgement | None:
 
 # In order of precedence (the first judgement wins); a test none of them judges ``held``.
 _EVALUATORS: tuple[Callable[[_Case], Judgement | None], ...] = (
+    _setup_error,
     _violated,
     _overridden,
     _stale_waiver,
@@ -252,10 +297,11 @@ def classify(
     died (xdist's ``when="???"`` report) is ``violated``. A test pytest-rerunfailures ran again
     is judged by its last run alone, and the judgement counts the reruns.
 
-    Order of precedence (:data:`_EVALUATORS`): a real failure or error is ``violated`` (also
-    for an overridden test: a failure must not hide behind "overridden"); then ``overridden``
-    (the promise was not checked as written); then a pass under a waiver is ``stale_waiver``, a
-    failure under one ``waived``; then the skips; else ``held``.
+    Order of precedence (:data:`_EVALUATORS`): a setup that failed (or samples the kit cannot
+    use, or a worker that died in setup) is ``setup_error``; a real failure or error is
+    ``violated`` (also for an overridden test: a failure must not hide behind "overridden");
+    then ``overridden`` (the promise was not checked as written); then a pass under a waiver
+    is ``stale_waiver``, a failure under one ``waived``; then the skips; else ``held``.
     """
     reruns = max((phase.attempt for phase in phases), default=0)
     # A phase that was rerun is no result (a crash rerun is rescheduled, maybe never reported).

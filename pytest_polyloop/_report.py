@@ -114,7 +114,8 @@ def build_implementation(
     docs = {promise["id"]: promise["doc"] for promise in entry["catalogue"]}
     waive: Mapping[str, str] = entry["waive"]
     overridden = set(entry["overridden"])
-    promises, teardown_errors = [], []
+    judged: list[tuple[str, str, Judgement | None]] = []
+    teardown_errors = []
     for nodeid, promise_id in sorted(entry["items"].items(), key=lambda pair: pair[1]):
         teardown_error = teardown_failure(results.get(nodeid, ()))
         if teardown_error is not None:
@@ -125,21 +126,21 @@ def build_implementation(
             waiver_reason=waive.get(promise_id),
             parse_skip=parse_skip,
         )
-        if judgement is None:
-            continue  # collected but never run (-x, a crash): counted as missing
-        promises.append(
-            _promise_entry(
-                promise_id,
-                nodeid,
-                judgement,
-                docs[promise_id],
-                baseline,
-                (entry["seam"], entry["id"]),
-            )
+        judged.append((nodeid, promise_id, judgement))
+    setup_error = _first_setup_error(judged, str(entry["source"]))
+    if setup_error is not None:
+        judged = _folded(judged, setup_error)
+    promises = [
+        _promise_entry(
+            promise_id, nodeid, judgement, docs[promise_id], baseline, (entry["seam"], entry["id"])
         )
+        for nodeid, promise_id, judgement in judged
+        if judgement is not None  # collected but never run (-x, a crash): counted as missing
+    ]
     counts = dict.fromkeys(OUTCOMES, 0)
     for promise in promises:
         counts[promise["outcome"]] += 1
+    counts["setup_error"] = min(counts["setup_error"], 1)  # one implementation, one error
     reported = {promise["id"] for promise in promises}
     return {
         "id": entry["id"],
@@ -152,8 +153,44 @@ def build_implementation(
         "catalogue": len(docs),
         "missing": sorted(set(docs) - reported),
         "teardown_errors": teardown_errors,
+        "setup_error": setup_error,
         "promises": promises,
     }
+
+
+Judged = list[tuple[str, str, Judgement | None]]  # (node id, promise id, judgement) per item
+
+
+def _first_setup_error(judged: Judged, source: str) -> dict[str, str] | None:
+    """The implementation's setup error (the first promise's, in catalogue order), with the
+    fixture's ``path:line`` where the exception's own location is unknown."""
+    for _, _, judgement in judged:
+        if judgement is not None and judgement.setup_error is not None:
+            failure = dict(judgement.setup_error)
+            failure["location"] = failure.get("location") or source
+            return failure
+    return None
+
+
+def _folded(judged: Judged, setup_error: Mapping[str, str]) -> Judged:
+    """Every promise of an implementation that could not be built is ``setup_error``: also
+    those that never ran and those that ran without the part that failed — none was judged
+    on the implementation the user meant."""
+    detail = f"not judged: the implementation's setup failed ({setup_error['type']})"
+    return [
+        (
+            nodeid,
+            promise_id,
+            Judgement(
+                outcome="setup_error",
+                duration_s=judgement.duration_s if judgement else 0.0,
+                detail=detail,
+                waiver_reason=judgement.waiver_reason if judgement else None,
+                setup_error=setup_error,
+            ),
+        )
+        for nodeid, promise_id, judgement in judged
+    ]
 
 
 def _is_incomplete(implementation: Mapping[str, Any], waive: Mapping[str, str]) -> bool:
@@ -180,8 +217,9 @@ def build_report(
     pytest_version: str,
     python_version: str,
     created_at: str,
+    interrupted: bool = False,
 ) -> dict[str, Any]:
-    """The whole report (schema ``polyloop-conformance/1``) with its verdict."""
+    """The whole report (schema ``polyloop-conformance/2``) with its verdict."""
     waivers = {entry["id"]: entry["waive"] for entry in implementations}
     judged = [
         build_implementation(entry, results, baseline, parse_skip)
@@ -189,6 +227,8 @@ def build_report(
     ]
     if not judged:
         verdict = "no_implementations"
+    elif any(item["setup_error"] for item in judged):
+        verdict = "setup_error"
     elif any(item["counts"]["violated"] or item["counts"]["stale_waiver"] for item in judged):
         verdict = "violations"
     elif any(_is_incomplete(item, waivers[item["id"]]) for item in judged):
@@ -203,13 +243,15 @@ def build_report(
         "python_version": python_version,
         "created_at": created_at,
         "verdict": verdict,
+        "interrupted": interrupted,
         "implementations": judged,
     }
 
 
 def verdict_exit_status(verdict: str) -> int:
-    """0 conformant, 1 violations/incomplete, 5 no implementations."""
-    return {"conformant": 0, "violations": 1, "incomplete": 1, "no_implementations": 5}[verdict]
+    """0 conformant, 1 setup error/violations/incomplete, 5 no implementations."""
+    statuses = {"conformant": 0, "setup_error": 1, "violations": 1, "incomplete": 1}
+    return statuses.get(verdict, 5)
 
 
 def check_writable(option: str, value: str | None) -> None:

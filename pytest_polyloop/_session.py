@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import json
 import platform
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from pytest_polyloop._implementations import Implementations
 from pytest_polyloop._outcomes import (
     CRASH_PHASE,
     PROPERTY_ITEM,
+    PROPERTY_SETUP_ERROR,
     PROPERTY_SKIP,
     PhaseResult,
     phase_result,
@@ -43,10 +44,13 @@ from pytest_polyloop._report import (
     write_markdown,
 )
 from pytest_polyloop._tagging import MARKER_HINT, MARKS_ON_FIXTURES
+from pytest_polyloop._worker_discovery import WORKERINPUT_KEY, DiscoveryDrop, write_discovery
 
 __all__ = ["ConformanceSession"]
 
 _WORKEROUTPUT_KEY = "polyloop"
+# Frames in these packages are never where an implementation's setup went wrong.
+_NOT_USER_CODE = frozenset({"_pytest", "pluggy", "pytest_asyncio"})
 
 
 def _utc_now() -> str:
@@ -72,6 +76,7 @@ class ConformanceSession:
         self.notes: list[str] = []
         self.deselected: list[str] = []  # implementations none of whose items were selected
         self.seam_filter: list[str] = list(config.getoption("polyloop_seam"))
+        self.discovery_drop = DiscoveryDrop()  # xdist workers' discovery, on the controller
         if not self.is_worker:  # the controller checked; a worker must not die of it
             for option in ("polyloop_report", "polyloop_report_md"):
                 check_writable(option, config.getoption(option))
@@ -191,12 +196,15 @@ class ConformanceSession:
                 "ini-named implementation collected in this run; its waivers do nothing"
             )
         if self.is_worker:
-            self.config.workeroutput[_WORKEROUTPUT_KEY] = {  # type: ignore[attr-defined]
+            output = {
                 "implementations": self.implementations.as_list(),
                 "misuses": [str(misuse) for misuse in self.collection.misuses],
                 "notes": self.notes,
                 "deselected": self.deselected,
             }
+            # Now, before any item runs: a worker a fixture kills never sends workeroutput.
+            write_discovery(self.config.workerinput, output)  # type: ignore[attr-defined]
+            self.config.workeroutput[_WORKEROUTPUT_KEY] = output  # type: ignore[attr-defined]
 
     # -- results ---------------------------------------------------------------------------
 
@@ -206,11 +214,43 @@ class ConformanceSession:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         error = call.excinfo.value if call.excinfo is not None else None
+        # A fresh list each time: the report shares item.user_properties, later phases must not
+        # see what one phase added.
         if isinstance(error, self.kit.ContractSkip):
-            # A fresh list: the report shares item.user_properties, later phases must not see it.
             skip = (PROPERTY_SKIP, json.dumps(error.as_dict()))
             report.user_properties = [*report.user_properties, skip]
+        elif call.excinfo is not None and report.failed and self._is_setup_error(call):
+            failure = (PROPERTY_SETUP_ERROR, json.dumps(self._setup_error(call.excinfo)))
+            report.user_properties = [*report.user_properties, failure]
         return report
+
+    def _is_setup_error(self, call: pytest.CallInfo[None]) -> bool:
+        """The implementation could not be built: a fixture raised during setup, or the samples
+        it gave are of a kind the kit cannot use (found when a promise reads them)."""
+        error = call.excinfo.value if call.excinfo is not None else None
+        return call.when == "setup" or isinstance(error, self.kit.UnusableSamples)
+
+    def _setup_error(self, excinfo: pytest.ExceptionInfo[BaseException]) -> dict[str, str]:
+        """The exception's type, message and where it was raised (the kit's own refusal of a
+        samples object has no useful location: the report puts the fixture's there)."""
+        location = ""
+        if not isinstance(excinfo.value, self.kit.UnusableSamples):
+            location = self._user_location(excinfo)
+        message = str(excinfo.value)
+        if isinstance(excinfo.value, pytest.fail.Exception):  # str() would add pytest's prefix
+            message = excinfo.value.msg or message
+        return {"type": excinfo.typename, "message": message, "location": location}
+
+    def _user_location(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+        """``path:line`` of the innermost frame outside pytest, its plugins and the kit (the
+        report puts the fixture's location where every frame is theirs)."""
+        ours = (Path(str(self.kit.__file__)).parent, Path(__file__).parent)
+        for entry in reversed(excinfo.traceback):
+            path = Path(entry.path)
+            theirs = any(part in _NOT_USER_CODE for part in path.parts)
+            if not theirs and not any(path.is_relative_to(root) for root in ours):
+                return f"{relative_path(path, self.rootpath)}:{entry.lineno + 1}"
+        return ""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
@@ -222,10 +262,17 @@ class ConformanceSession:
             self.results.setdefault(report.nodeid, []).append(phase_result(report))
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKERINPUT_KEY] = self.discovery_drop.for_worker()
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         output = getattr(node, "workeroutput", {}).get(_WORKEROUTPUT_KEY)
-        if not output:
-            return
+        if output:
+            self._merge_worker_discovery(output)
+
+    def _merge_worker_discovery(self, output: Mapping[str, Any]) -> None:
+        """What one worker found (every worker collects the same items: merging repeats)."""
         self.implementations.merge(output["implementations"])
         for misuse in output["misuses"]:
             if misuse not in self.worker_misuses:
@@ -236,7 +283,11 @@ class ConformanceSession:
     # -- the report ------------------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.is_worker or self.config.option.collectonly:
+        if self.is_worker:
+            return
+        for output in self.discovery_drop.collect():  # also from workers that died
+            self._merge_worker_discovery(output)
+        if self.config.option.collectonly:
             return
         if self.worker_misuses:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -254,6 +305,9 @@ class ConformanceSession:
             pytest_version=pytest.__version__,
             python_version=platform.python_version(),
             created_at=_utc_now(),
+            # Ctrl-C or a collection error; -x/--maxfail (serially: pytest's status stays 1).
+            interrupted=exitstatus == pytest.ExitCode.INTERRUPTED
+            or bool(session.shouldstop or session.shouldfail),
         )
         self.report = report
         self.config.hook.pytest_polyloop_report(report=report, config=self.config)
@@ -291,6 +345,12 @@ class ConformanceSession:
             terminalreporter.write_line(
                 "Every implementation was deselected (-k, -m or node ids): "
                 + ", ".join(sorted(self.deselected))
+            )
+        elif verdict == "no_implementations" and self.results:
+            terminalreporter.write_line("")
+            terminalreporter.write_line(  # contract items ran: they were found, then lost
+                "Contract items ran, but what the workers discovered did not reach this process "
+                "(workers on another host that crashed?): rerun without -n to get the report"
             )
         elif verdict == "no_implementations":
             terminalreporter.write_line("")

@@ -105,6 +105,12 @@ def seam(
     tag = make_tag(name, samples=samples, waive=waive, id=id, loop_scope=loop_scope)
 
     def tag_fixture(target: _T) -> _T:
+        if isinstance(target, type):  # the plugin never reads a tag on a class: refuse it
+            raise TypeError(
+                f"@seam({name!r}) tags a fixture, not a class: a suite subclass is found by "
+                "inheriting the suite, and gets its samples by overriding the suite's samples "
+                "fixture (e.g. `store_samples`) in the class body"
+            )
         if not callable(target):
             raise TypeError(f"@seam({name!r}) must decorate a fixture function, got {target!r}")
         seen: set[int] = set()

@@ -31,7 +31,7 @@ def pytest_polyloop_register_seams(registry: SeamRegistry) -> None:
 
 @pytest.hookspec
 def pytest_polyloop_report(report: dict[str, Any], config: pytest.Config) -> None:
-    """Receive the finished conformance report (schema ``polyloop-conformance/1``).
+    """Receive the finished conformance report (schema ``polyloop-conformance/2``).
 
     Called once, on the process that holds the merged results (the xdist controller under
     ``-n``), after the verdict is decided and before the JSON/Markdown files are written.

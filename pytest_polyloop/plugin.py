@@ -43,7 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--polyloop-report",
         default=None,
         metavar="PATH.json",
-        help="write the conformance report as JSON (schema polyloop-conformance/1)",
+        help="write the conformance report as JSON (schema polyloop-conformance/2)",
     )
     group.addoption(
         "--polyloop-report-md",

@@ -56,7 +56,9 @@ __all__ = [
     "PromiseSpec",
     "RecordTypes",
     "SubclassMisuse",
+    "UnusableSamples",
     "bounded_settings",
+    "samples_hint",
     "suite_hash",
     "unverifiable_promise",
 ]
@@ -198,6 +200,7 @@ class ContractBase:
         _validate_loop_scope(cls)
         _validate_time_limit(cls)
         _validate_waivers(cls)
+        _read_outer_samples(cls)
         own = cls.__dict__.get("pytestmark", [])
         own_marks = list(own) if isinstance(own, list | tuple) else [own]
         marks = [*own_marks, pytest.mark.asyncio(loop_scope=cls.loop_scope)]
@@ -281,6 +284,66 @@ def _build_catalogue(suite: type[ContractBase]) -> tuple[PromiseSpec, ...]:
     return tuple(sorted(specs.values(), key=lambda spec: spec.id))
 
 
+def samples_fixture_names(suite: type[Any]) -> tuple[str, ...]:
+    """The samples fixtures of a suite: the one it needs, then the one it can use."""
+    names = (
+        getattr(suite, "samples_fixture", None),
+        getattr(suite, "optional_samples_fixture", None),
+    )
+    return tuple(name for name in names if isinstance(name, str) and name)
+
+
+def samples_hint(suite: type[Any], fixture: str, value: str) -> str:
+    """How to give ``suite`` the samples fixture ``fixture`` returning ``value``, on every route
+    that finds an implementation: a "verify it yourself" text that works for each of them."""
+    seam = getattr(suite, "seam", "?")
+    routes = [
+        f"return {value} from a fixture named `{fixture}` — a method of your "
+        f"{suite.__name__} subclass, or, for a tagged or polyloop_seams-named fixture, a "
+        "fixture of that name beside it (its conftest.py or test module)"
+    ]
+    if fixture == (samples_fixture_names(suite) or (None,))[0]:  # what samples=... feeds
+        routes.append(
+            f"or name your own with @pytest_polyloop.seam({seam!r}, samples='<fixture>') "
+            f"(in polyloop_seams: {seam}:<fixture>:<samples fixture>)"
+        )
+    return ", ".join(routes)
+
+
+def _read_outer_samples(cls: type[ContractBase]) -> None:
+    """Give a concrete subclass that does not override a samples fixture one that reads a
+    fixture of the same name from outside the class (a conftest or the test module), and falls
+    back to the suite's default only if there is none.
+
+    Without it a class fixture shadows every outer fixture of its name: a ``store_samples``
+    fixture in a conftest did nothing for a subclass or a tagged fixture, silently. With it the
+    samples reach the kit the same way whichever route found the implementation.
+    """
+    for name in samples_fixture_names(cls):
+        owner = next((base for base in cls.__mro__ if name in base.__dict__), None)
+        if owner is None or "seam" not in owner.__dict__:
+            continue  # overridden below the suite (by the user, or the plugin's samples=)
+        default = inspect.unwrap(owner.__dict__[name])
+        parameters = list(inspect.signature(default).parameters)
+        if parameters == ["self"]:  # a default we can call ourselves
+            setattr(cls, name, _outer_or_default(name, default))
+
+
+def _outer_or_default(name: str, default: Callable[[Any], Any]) -> Any:
+    def samples(self: ContractBase, request: pytest.FixtureRequest) -> Any:
+        try:
+            # Requested from inside the fixture `name`: pytest resolves it one level up.
+            return request.getfixturevalue(name)
+        except pytest.FixtureLookupError as error:
+            if error.argname != name:
+                raise  # the outer fixture exists and is broken: its own error counts
+        return default(self)
+
+    samples.__name__ = samples.__qualname__ = name
+    samples.__doc__ = default.__doc__
+    return pytest.fixture(name=name)(samples)
+
+
 def _validate_loop_scope(cls: type[ContractBase]) -> None:
     if cls.loop_scope not in _LOOP_SCOPES:
         raise SubclassMisuse(
@@ -359,13 +422,24 @@ def _validate_waivers(cls: type[ContractBase]) -> None:
 _T = TypeVar("_T")
 
 
+class UnusableSamples(pytest.fail.Exception):  # type: ignore[misc, name-defined]
+    """The samples an implementation gave are of a kind the kit cannot use (wrong type, a
+    factory that cannot be imported): the implementation's setup failed, no promise did.
+
+    A ``pytest.fail`` (one line, no traceback) in a plain ``pytest`` run; the conformance
+    plugin reports the implementation once as a ``setup_error``.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(msg=message, pytrace=False)
+
+
 def require_samples(value: object, expected: type[_T], fixture: str) -> _T:
-    """Fail with a clear message unless the samples fixture returned ``expected``."""
+    """Raise :class:`UnusableSamples` unless the samples fixture returned ``expected``."""
     if not isinstance(value, expected):
-        pytest.fail(
+        raise UnusableSamples(
             f"the `{fixture}` fixture must return a polyloop.testing.{expected.__name__}, got "
-            f"{type(value).__name__}: build one with {expected.__name__}(...)",
-            pytrace=False,
+            f"{type(value).__name__}: build one with {expected.__name__}(...)"
         )
     return value
 

@@ -26,10 +26,12 @@ from polyloop.ports import BatchRunStore, RunStore
 from polyloop.testing import strategies as pst
 from polyloop.testing._base import (
     ContractBase,
+    UnusableSamples,
     bounded_settings,
     missing_fixture,
     require_samples,
     require_seam,
+    samples_hint,
 )
 from polyloop.testing._crash_writer import FactoryError, load_factory
 from polyloop.testing._durability import CrashFindings, crash_findings, reopen_problems
@@ -101,11 +103,16 @@ async def _append_all(store: RunStore, run_id: str, records: Sequence[Record]) -
         await store.append(run_id, record, sequence=sequence)
 
 
-_SAMPLE_LINE = (
-    "override the `store_samples` fixture to return "
-    "polyloop.testing.StoreSamples(factory='package.module:callable'), a callable that takes a "
-    "fresh directory and returns your store over data kept there, and the kit checks this"
-)
+def _sample_line() -> str:
+    """Which sample turns a crash promise on, said for every route that finds a store."""
+    factory = "StoreSamples(factory='package.module:callable')"
+    return (
+        "give the suite a factory (a callable that takes a fresh directory and returns your "
+        f"store over data kept there): {samples_hint(RunStoreContract, 'store_samples', factory)}"
+        "; the kit then checks this"
+    )
+
+
 _ATOMIC = (
     "a crash during append() leaves the record wholly present or wholly absent",
     "write to one transaction or one atomic rename per record",
@@ -123,7 +130,7 @@ def _factory_or_skip(samples: object, promise: tuple[str, str]) -> str:
         unverifiable(
             promise=promise[0],
             why="the suite has no way to reopen your store's data or to kill a process writing it",
-            verify_yourself=f"{_SAMPLE_LINE}; or {promise[1]}, and test it by killing a writer",
+            verify_yourself=f"{_sample_line()}; or {promise[1]}, and test it by killing a writer",
         )
     checked = require_samples(samples, StoreSamples, "store_samples")
     if checked.factory is None:
@@ -139,7 +146,7 @@ def _load(factory: str) -> Callable[[Path], Any]:
     try:
         return load_factory(factory)
     except FactoryError as error:
-        pytest.fail(f"store_samples: {error}", pytrace=False)
+        raise UnusableSamples(f"store_samples: {error}") from None
 
 
 async def _probe(factory: str) -> CrashFindings:
@@ -182,8 +189,9 @@ class RunStoreContract(ContractBase):
     """Inherit this and override ``run_store`` (return a fresh, open store).
 
     Records are the library's own, so no samples are needed — except to check the two crash
-    promises: override ``store_samples`` to return :class:`~polyloop.testing.StoreSamples`
-    naming a factory that reopens your store's data (from another process too). The store may
+    promises: a ``store_samples`` fixture (a method here, or beside a tagged fixture), or the
+    fixture a tag's ``samples=`` names, returns :class:`~polyloop.testing.StoreSamples` naming a
+    factory that reopens your store's data (from another process too). The store may
     be shared with other runs (a real database); every promise works on fresh ``uuid4`` run ids.
     """
 
@@ -194,7 +202,8 @@ class RunStoreContract(ContractBase):
     @pytest.fixture
     def store_samples(self) -> StoreSamples | None:
         """Optional: ``StoreSamples(factory="package.module:callable")`` turns the two crash
-        promises on. Override this fixture; the default ``None`` leaves them unverifiable."""
+        promises on. Override this fixture (or define one of this name outside the class: it is
+        read from there); the default ``None`` leaves them unverifiable."""
         return None
 
     @pytest.fixture

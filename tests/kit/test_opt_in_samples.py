@@ -231,5 +231,5 @@ def test_without_store_samples_the_crash_promises_say_which_fixture_turns_them_o
     for outcome in outcomes.values():
         parts = parse_skip_reason(outcome.longrepr) or {}
         assert parts.get("outcome") == "unverifiable", outcome.longrepr
-        assert "override the `store_samples` fixture" in parts["verify_yourself"]
+        assert "from a fixture named `store_samples`" in parts["verify_yourself"]
         assert "StoreSamples(factory='package.module:callable')" in parts["verify_yourself"]

@@ -23,12 +23,28 @@ def test_a_strict_xpass_shipped_by_an_xdist_worker_is_a_stale_waiver() -> None:
     assert judgement.duration_s == 0.75
 
 
-def test_an_error_in_setup_is_violated_and_says_where() -> None:
+def test_an_error_in_setup_is_a_setup_error_not_a_violation() -> None:
     setup = phase("setup", "failed", text="E   RuntimeError: no db", crash="RuntimeError: no db")
     judgement = classify([setup, PASSED_TEARDOWN])
     assert judgement is not None
+    assert judgement.outcome == "setup_error"
+    assert judgement.setup_error == {"type": "RuntimeError", "message": "no db", "location": ""}
+
+
+def test_a_worker_that_died_before_setup_was_reported_is_a_setup_error() -> None:
+    crash = phase("???", "failed", text="worker 'gw0' crashed while running 'x.py::T::test_a'")
+    judgement = classify([crash])
+    assert judgement is not None
+    assert judgement.outcome == "setup_error"
+    assert judgement.setup_error is not None
+    assert judgement.setup_error["type"] == "WorkerCrashed"
+
+
+def test_a_worker_that_died_after_setup_is_a_violation() -> None:
+    crash = phase("???", "failed", text="worker 'gw0' crashed while running 'x.py::T::test_a'")
+    judgement = classify([PASSED_SETUP, crash])
+    assert judgement is not None
     assert judgement.outcome == "violated"
-    assert judgement.detail == "error in setup:\nRuntimeError: no db"
 
 
 def test_a_failing_teardown_after_a_pass_is_held_and_blamed_on_the_fixture() -> None:

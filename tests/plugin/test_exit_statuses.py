@@ -235,7 +235,7 @@ def test_an_unknown_seam_for_polyloop_seam_is_a_usage_error(project: Project) ->
     [
         (None, "cannot read the report"),
         ("{not json", "not JSON"),
-        ('{"schema": "coverage/7"}', "not a polyloop-conformance/1 report (schema: 'coverage/7')"),
+        ('{"schema": "coverage/7"}', "not a polyloop-conformance/2 report (schema: 'coverage/7')"),
         (
             '{"schema": "polyloop-conformance/1", "implementations": "all"}',
             "'implementations' must be a list of objects with 'promises'",

@@ -78,4 +78,4 @@ def test_loading_the_plugin_imports_none_of_the_runtime_until_the_schema_is_aske
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["[]", "polyloop-conformance/1 True"]
+    assert done.stdout.splitlines() == ["[]", "polyloop-conformance/2 True"]

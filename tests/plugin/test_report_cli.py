@@ -93,7 +93,7 @@ def test_a_file_that_is_not_a_report_exits_2_naming_it(
     not_report = tmp_path / "coverage.json"
     not_report.write_text('{"meta": {}}', encoding="utf-8")
     assert main(["report", str(not_report)]) == 2
-    assert f"{not_report}: not a polyloop-conformance/1 report" in capsys.readouterr().err
+    assert f"{not_report}: not a polyloop-conformance/2 report" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "missing.json")]) == 2
     assert "missing.json: cannot read the report" in capsys.readouterr().err
     assert main(["report", "diff", str(not_report)]) == 2
@@ -135,7 +135,7 @@ def test_markdown_report_is_written_and_appended_to_the_step_summary(
     run = project.run(f"--polyloop-report-md={project.path / 'report.md'}")
     markdown = (project.path / "report.md").read_text(encoding="utf-8")
     assert "**Verdict: VIOLATIONS**" in markdown
-    assert "| `executor` | action_executor | 9/9 | 4 | 1 | 3 | 1 | 0 | 0 | 0 | 0 |" in markdown
+    assert "| `executor` | action_executor | 9/9 | 4 | 1 | 0 | 3 | 1 | 0 | 0 | 0 | 0 |" in markdown
     assert f"- `executor` `{ERROR_PROMISE}`" in markdown
     assert summary.read_text(encoding="utf-8") == "earlier step\n" + markdown
     assert run.ret == 1
