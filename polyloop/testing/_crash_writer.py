@@ -16,6 +16,7 @@ once it reaped that writer; whatever a writer acknowledged must survive its kill
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import json
 import os
@@ -180,6 +181,42 @@ def _arm(delay: float) -> None:
     timer.start()
 
 
+def _sizes(directory: Path, depth: int = 2) -> dict[str, int]:
+    """The size of every file in ``directory`` and its subdirectories (two levels), by path."""
+    sizes: dict[str, int] = {}
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.is_file():
+                    sizes[entry.path] = entry.stat().st_size
+                elif entry.is_dir() and depth > 1:
+                    sizes.update(_sizes(Path(entry.path), depth - 1))
+    return sizes
+
+
+def _arm_on_growth(paths: list[str], threshold: int, fallback: float) -> None:
+    """Kill as soon as ``paths`` together grew by ``threshold`` bytes — the store is inside its
+    write (a polling thread; the write releases the GIL) — or at ``fallback`` seconds."""
+    start = {path: _size(path) for path in paths}
+    deadline = time.perf_counter() + fallback
+
+    def watch() -> None:
+        while time.perf_counter() < deadline:
+            grown = sum(_size(path) - start[path] for path in paths)
+            if grown > threshold:
+                _die()
+        _die()
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 async def _round(
     factory: Callable[[Path], Any], directory: Path, number: int, spec: dict[str, Any]
 ) -> None:
@@ -189,9 +226,20 @@ async def _round(
     lengths = [0] * len(run_ids)
     kind, amount = spec["kind"], float(spec["amount"])
     measured = 0.0
+    before: dict[str, int] = {}
+    written: dict[str, int] = {}
     for position, (index, records) in enumerate(calls):
+        if kind == "inside" and position == len(calls) - 2:
+            before = _sizes(directory)
         if kind == "inside" and position == len(calls) - 1:
-            _arm(amount * measured)
+            sys.setswitchinterval(1e-4)  # the watcher and timer threads get their turn at once
+            grew = {path: size - before.get(path, 0) for path, size in written.items()}
+            growth = sum(size for size in grew.values() if size > 0)
+            if spec.get("trigger") == "growth" and growth > 0:
+                paths = [path for path, size in grew.items() if size > 0]
+                _arm_on_growth(paths, int(amount * growth), 1.5 * measured)
+            else:  # by time; also for a store whose files do not grow (a server's)
+                _arm(amount * measured)
         began = time.perf_counter()
         if len(records) == 1:
             await store.append(run_ids[index], records[0], sequence=lengths[index])
@@ -199,7 +247,7 @@ async def _round(
             await store.append_many(run_ids[index], records, sequence=lengths[index])
         took = time.perf_counter() - began
         if kind == "inside" and position == len(calls) - 2:
-            measured = took
+            measured, written = took, _sizes(directory)
             _say(f"took {number} {took:.6f}")
         lengths[index] += len(records)
         _say(f"ack {number} {position}")

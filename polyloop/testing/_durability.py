@@ -40,26 +40,33 @@ SCHEDULE: tuple[tuple[str, float], ...] = (
     ("delay", 0.09),
     ("acks", 26),
 )
-#: Kill points of the rounds that kill inside one big call, as fractions of its duration as
-#: measured by the same writer a moment before. Denser in the second half, where a store that
-#: encodes first and writes last does its writing; some after the end (the call may have
-#: returned: then the record must be there).
-INSIDE_FRACTIONS: tuple[float, ...] = (
-    0.1,
-    0.3,
-    0.5,
-    0.6,
-    0.67,
-    0.74,
-    0.8,
-    0.85,
-    0.9,
-    0.95,
-    1.0,
-    1.1,
+#: Kill points of the rounds that kill inside one big call, by time — fractions of its duration
+#: as measured by the same writer a moment before (some after the end: the call may have
+#: returned, then its records must be there) — and by growth: as soon as the files the store
+#: grew in the measured call have grown by that fraction of it again (the kill then lands in
+#: the write itself, however short; a store whose files do not grow is killed by time).
+INSIDE_KILLS: tuple[tuple[str, float], ...] = (
+    ("time", 0.3),
+    ("time", 0.6),
+    ("time", 0.8),
+    ("time", 0.95),
+    ("time", 1.1),
+    ("growth", 0.0),
+    ("growth", 0.1),
+    ("growth", 0.3),
+    ("growth", 0.5),
+    ("growth", 0.7),
+    ("growth", 0.9),
 )
 #: The same for ``append_many`` (when the store has it), on a batch of small, big, small.
-BATCH_FRACTIONS: tuple[float, ...] = (0.3, 0.55, 0.7, 0.8, 0.9, 1.0)
+BATCH_KILLS: tuple[tuple[str, float], ...] = (
+    ("time", 0.5),
+    ("time", 0.9),
+    ("growth", 0.0),
+    ("growth", 0.3),
+    ("growth", 0.6),
+    ("growth", 0.9),
+)
 _PROBE_BOUND_S = 240.0  # the whole probe (a cold interpreter and every round, under load)
 
 
@@ -90,14 +97,11 @@ def crash_plan(run_ids: Callable[[int], list[str]], batches: bool) -> list[dict[
         {"kind": kind, "amount": amount, "runs": run_ids(RUNS_PER_ROUND), "batches": batches}
         for kind, amount in SCHEDULE
     ]
-    plan += [
-        {"kind": "inside", "amount": fraction, "runs": run_ids(1), "batches": False}
-        for fraction in INSIDE_FRACTIONS
-    ]
-    if batches:
+    for batch, kills in ((False, INSIDE_KILLS), (True, BATCH_KILLS if batches else ())):
         plan += [
-            {"kind": "inside", "amount": fraction, "runs": run_ids(1), "batches": True}
-            for fraction in BATCH_FRACTIONS
+            {"kind": "inside", "trigger": trigger, "amount": amount, "runs": run_ids(1)}
+            | {"batches": batch}
+            for trigger, amount in kills
         ]
     return plan
 
@@ -257,8 +261,9 @@ async def _append_next(
 def _describe(spec: dict[str, Any], number: int) -> str:
     call = "append_many" if spec["batches"] else "append"
     if spec["kind"] == "inside":
+        measure = "duration" if spec["trigger"] == "time" else "growth of the store's files"
         return (
-            f"round {number} (killed at {spec['amount']:.0%} of the measured duration of a "
+            f"round {number} (killed at {spec['amount']:.0%} of the measured {measure} of a "
             f"big {call})"
         )
     unit = "acknowledged calls" if spec["kind"] == "acks" else "s after the first call"
