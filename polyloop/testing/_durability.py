@@ -171,8 +171,10 @@ async def _check_round(
     acked_calls: int,
     findings: CrashFindings,
     at: str,
-) -> None:
+) -> list[tuple[str, tuple[Record, ...]]]:
+    """Judge what survived of one round; the runs (and their logs) to append to next."""
     calls = planned_calls(spec)
+    readable: list[tuple[str, tuple[Record, ...]]] = []
     for index, run_id in enumerate(spec["runs"]):
         mine = [records for run, records in calls if run == index]
         acked = sum(len(records) for records in mine[: _acked_of(calls, index, acked_calls)])
@@ -185,7 +187,8 @@ async def _check_round(
             findings.durability.append(problem)
             continue
         _compare(log, mine, acked, run_id, findings, at)
-        await _append_next(store, run_id, log, findings, at)
+        readable.append((run_id, log))
+    return readable
 
 
 def _acked_of(calls: list[Any], index: int, acked_calls: int) -> int:
@@ -284,21 +287,40 @@ async def run_crash_probe(factory: str, directory: Path) -> CrashFindings:
     finally:
         await close_store(store)
     plan = crash_plan(lambda count: fresh_run_ids(count), findings.batches)
-    try:
-        store = await open_store(open_factory, directory)
-    except Exception as error:
-        raise RuntimeError(f"opening the store raised {type(error).__name__}: {error}") from error
+    opened: list[Any] = []
+    later: list[tuple[str, tuple[Record, ...], str]] = []
 
     async def check(number: int, acked_calls: int) -> None:
-        spec = plan[number]
-        await _check_round(store, spec, acked_calls, findings, _describe(spec, number))
+        # Read while the next round writes; every write of the probe's own waits for the end
+        # (a store that keeps a lock after a call, as one that never commits, would hold up the
+        # writer). The store is opened once, after the first kill: a reopened store.
+        spec, at = plan[number], _describe(plan[number], number)
+        if not opened:
+            try:
+                opened.append(await open_store(open_factory, directory))
+            except Exception as error:  # e.g. StoreCorrupted: the kill broke the whole store
+                problem = f"{at}: reopening the store raised {type(error).__name__}: {error}"
+                findings.atomicity.append(problem)
+                findings.durability.append(problem)
+                raise _Abandon from error
+        runs = await _check_round(opened[0], spec, acked_calls, findings, at)
+        later.extend((run_id, log, at) for run_id, log in runs)
         findings.rounds += 1
 
     try:
         await _run_writer(factory, directory, plan, check)
+        for run_id, log, at in later:
+            await _append_next(opened[0], run_id, log, findings, at)
+    except _Abandon:
+        pass
     finally:
-        await close_store(store)
+        for store in opened:
+            await close_store(store)
     return findings
+
+
+class _Abandon(Exception):
+    """The store cannot be reopened: nothing more to judge."""
 
 
 _PROBED: dict[str, CrashFindings] = {}

@@ -275,8 +275,8 @@ class RunStoreContract(ContractBase):
         Logs cover all six kinds, nasty text and large integers.
         """
         _check_store(run_store)
-        run_id = unique_run_id(data.draw(_RUN_IDS, label="run id"))
         drawn = data.draw(_LOGS, label="records")
+        run_id = unique_run_id(data.draw(_RUN_IDS, label="run id"))
         start = drawn[0]
         assert isinstance(start, RunStarted)
         records = (dataclasses.replace(start, run_id=run_id), *drawn[1:])
@@ -625,7 +625,7 @@ class RunStoreContract(ContractBase):
         assert not findings.durability, _summary(findings.durability, findings)
 
     @unverifiable_promise
-    async def test_survives_power_loss(self) -> None:
+    async def test_survives_power_loss(self, run_store: RunStore) -> None:
         """Once ``append`` or ``append_many`` returned, its records survive a power loss or an
         operating-system crash, and the store then opens and reads as a prefix of what was
         appended.

@@ -143,7 +143,10 @@ class NotDurable(LineFileStore):
 
     def _read(self, run_id: str) -> list[Record]:
         with self._lock:
-            pending = [record_from_json(line.decode()) for line in self._pending.get(run_id, [])]
+            text = b"".join(self._pending.get(run_id, [])).decode()
+            pending = [
+                record_from_json(line.removeprefix("+")) for line in text.split("\n") if line
+            ]
             return self._on_disk(run_id) + pending
 
     async def _write(self, run_id: str, line: bytes) -> None:
