@@ -135,20 +135,23 @@ def planned_calls(spec: dict[str, Any]) -> list[Call]:
 
     * ``acks``/``delay`` rounds: the runs' :func:`planned_records`, interleaved, in batches of
       1, 3 and 2 records when ``batches`` (else one by one).
-    * ``inside`` rounds: one run — its start, a big record (or a batch: small, big, small)
-      whose duration the writer measures, then the same shape again, with the kill timed at a
-      fraction of that measured duration.
+    * ``inside`` rounds: one run — its start, then a big record (or a batch: small, big,
+      small) with the kill inside it. A ``measure`` round makes the big call twice and times
+      the first: later rounds of its shape use that duration.
     """
     runs: list[str] = spec["runs"]
     if spec["kind"] == "inside":
         run_id = runs[0]
+        shape: list[list[Record]]
         if spec["batches"]:
-            return [
-                (0, [_start(run_id, 0), _small(0)]),
-                (0, [_small(1), _big(run_id, 1), _small(2)]),
-                (0, [_small(3), _big(run_id, 3), _small(4)]),
+            shape = [
+                [_start(run_id, 0), _small(0)],
+                [_small(1), _big(run_id, 1), _small(2)],
+                [_small(3), _big(run_id, 3), _small(4)],
             ]
-        return [(0, [_start(run_id, 0)]), (0, [_big(run_id, 1)]), (0, [_big(run_id, 2)])]
+        else:
+            shape = [[_start(run_id, 0)], [_big(run_id, 1)], [_big(run_id, 2)]]
+        return [(0, records) for records in shape[: 3 if spec.get("measure") else 2]]
     per_run: list[list[list[Record]]] = []
     for index, run_id in enumerate(runs):
         records = planned_records(run_id, index)
@@ -217,49 +220,78 @@ def _size(path: str) -> int:
         return 0
 
 
+def _arm_inside(
+    spec: dict[str, Any], records: list[Record], grew: list[str], measured: float
+) -> None:
+    """Arm the kill of an ``inside`` round's last call: when the files the store grew in the
+    call before have grown by ``amount`` of the call's records' size, or at ``amount`` of the
+    measured duration (also for a store whose files do not grow: a server's)."""
+    sys.setswitchinterval(1e-4)  # the watcher and timer threads get their turn at once
+    amount = float(spec["amount"])
+    if spec["trigger"] == "growth" and grew:
+        size = sum(len(record.to_json().encode()) for record in records)
+        _arm_on_growth(grew, int(amount * size), 1.5 * measured)
+    else:
+        _arm(amount * measured)
+
+
 async def _round(
-    factory: Callable[[Path], Any], directory: Path, number: int, spec: dict[str, Any]
+    factory: Callable[[Path], Any],
+    directory: Path,
+    number: int,
+    spec: dict[str, Any],
+    report: Callable[[str], None],
 ) -> None:
     store = await open_store(factory, directory)
     calls = planned_calls(spec)
     run_ids: list[str] = spec["runs"]
     lengths = [0] * len(run_ids)
     kind, amount = spec["kind"], float(spec["amount"])
-    measured = 0.0
-    before: dict[str, int] = {}
-    written: dict[str, int] = {}
+    measured = float(spec.get("measured", 1.0))
+    before = _sizes(directory) if kind == "inside" else {}
+    grew: list[str] = []
     for position, (index, records) in enumerate(calls):
-        if kind == "inside" and position == len(calls) - 2:
-            before = _sizes(directory)
-        if kind == "inside" and position == len(calls) - 1:
-            sys.setswitchinterval(1e-4)  # the watcher and timer threads get their turn at once
-            grew = {path: size - before.get(path, 0) for path, size in written.items()}
-            growth = sum(size for size in grew.values() if size > 0)
-            if spec.get("trigger") == "growth" and growth > 0:
-                paths = [path for path, size in grew.items() if size > 0]
-                _arm_on_growth(paths, int(amount * growth), 1.5 * measured)
-            else:  # by time; also for a store whose files do not grow (a server's)
-                _arm(amount * measured)
+        last = position == len(calls) - 1
+        if kind == "inside" and last:
+            _arm_inside(spec, records, grew, measured)
         began = time.perf_counter()
         if len(records) == 1:
             await store.append(run_ids[index], records[0], sequence=lengths[index])
         else:
             await store.append_many(run_ids[index], records, sequence=lengths[index])
         took = time.perf_counter() - began
-        if kind == "inside" and position == len(calls) - 2:
-            measured, written = took, _sizes(directory)
-            _say(f"took {number} {took:.6f}")
+        if kind == "inside" and position == 0:
+            after = _sizes(directory)
+            grew = [path for path, size in after.items() if size > before.get(path, 0)]
+        if kind == "inside" and spec.get("measure") and position == len(calls) - 2:
+            measured = took
+            report(f"took {int(spec['batches'])} {took:.6f}")
         lengths[index] += len(records)
         _say(f"ack {number} {position}")
+        if position == 0:
+            report("")
         if kind == "acks" and position + 1 == int(amount):
             _arm(0.0)  # the kill lands in whatever the writer does next
         elif kind == "delay" and position == 0:
             _arm(amount)
 
 
-def _writer(spec_factory: str, directory: Path, number: int, spec: dict[str, Any]) -> None:
+def _writer(
+    spec_factory: str, directory: Path, number: int, spec: dict[str, Any], report: int
+) -> None:
+    known = set(sys.modules)
+
+    def tell(line: str) -> None:
+        """Tell the parent a measured duration, and which modules the store imported on first
+        use (a driver imported lazily): it imports them before the next fork, so no writer
+        pays for them again."""
+        names = " ".join(sorted(set(sys.modules) - known))
+        known.update(sys.modules)
+        with contextlib.suppress(OSError):
+            os.write(report, f"{line}\nmodules {names}\n".encode()[:60000])
+
     try:
-        asyncio.run(_round(load_factory(spec_factory), directory, number, spec))
+        asyncio.run(_round(load_factory(spec_factory), directory, number, spec, tell))
     except BaseException:
         os.write(2, traceback.format_exc().encode())
         os._exit(70)
@@ -271,16 +303,43 @@ def main(spec_factory: str, directory: Path, plan: list[dict[str, Any]]) -> None
     """Fork one writer per round, one after another; report each one's end."""
     load_factory(spec_factory)  # imported once, here: every writer inherits the module
     sys.stdout.flush()
-    for number, spec in enumerate(plan):
+    measured: dict[str, float] = {}
+    for number, planned in enumerate(plan):
+        spec = dict(planned)
+        if spec["kind"] == "inside" and not spec.get("measure"):
+            # The shape's duration, as the round that measured it saw it (none yet: 1 s).
+            spec["measured"] = measured.get(str(int(spec["batches"])), 1.0)
+        reading, report = os.pipe()
         pid = os.fork()
         if pid == 0:  # the writer
-            _writer(spec_factory, directory, number, spec)
+            os.close(reading)
+            _writer(spec_factory, directory, number, spec, report)
+        os.close(report)
         _, status = os.waitpid(pid, 0)
+        measured.update(_what_the_writer_told(reading))
         killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
         _say(f"end {number} {'killed' if killed else status}")
         if not killed:
             return
     _say("done")
+
+
+def _what_the_writer_told(reading: int) -> dict[str, float]:
+    """Import the modules a writer imported on first use; the durations it measured."""
+    chunks = []
+    while chunk := os.read(reading, 65536):
+        chunks.append(chunk)
+    os.close(reading)
+    measured: dict[str, float] = {}
+    for line in b"".join(chunks).decode(errors="replace").splitlines():
+        words = line.split()
+        if words[:1] == ["took"]:
+            measured[words[1]] = float(words[2])
+        elif words[:1] == ["modules"]:
+            for name in words[1:]:
+                with contextlib.suppress(BaseException):  # it fails in the writer too, then
+                    importlib.import_module(name)
+    return measured
 
 
 if __name__ == "__main__":

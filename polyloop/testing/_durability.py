@@ -46,26 +46,22 @@ SCHEDULE: tuple[tuple[str, float], ...] = (
 #: grew in the measured call have grown by that fraction of it again (the kill then lands in
 #: the write itself, however short; a store whose files do not grow is killed by time).
 INSIDE_KILLS: tuple[tuple[str, float], ...] = (
-    ("time", 0.3),
-    ("time", 0.6),
-    ("time", 0.8),
-    ("time", 0.95),
-    ("time", 1.1),
+    ("time", 0.95),  # the round that measures: the big call twice, the first timed
     ("growth", 0.0),
-    ("growth", 0.1),
-    ("growth", 0.3),
+    ("time", 0.35),
+    ("growth", 0.2),
+    ("time", 0.65),
     ("growth", 0.5),
-    ("growth", 0.7),
-    ("growth", 0.9),
+    ("time", 0.85),
+    ("growth", 0.8),
+    ("time", 1.1),
 )
 #: The same for ``append_many`` (when the store has it), on a batch of small, big, small.
 BATCH_KILLS: tuple[tuple[str, float], ...] = (
-    ("time", 0.5),
     ("time", 0.9),
     ("growth", 0.0),
-    ("growth", 0.3),
-    ("growth", 0.6),
-    ("growth", 0.9),
+    ("growth", 0.5),
+    ("time", 0.6),
 )
 _PROBE_BOUND_S = 240.0  # the whole probe (a cold interpreter and every round, under load)
 
@@ -100,8 +96,8 @@ def crash_plan(run_ids: Callable[[int], list[str]], batches: bool) -> list[dict[
     for batch, kills in ((False, INSIDE_KILLS), (True, BATCH_KILLS if batches else ())):
         plan += [
             {"kind": "inside", "trigger": trigger, "amount": amount, "runs": run_ids(1)}
-            | {"batches": batch}
-            for trigger, amount in kills
+            | {"batches": batch, "measure": number == 0}
+            for number, (trigger, amount) in enumerate(kills)
         ]
     return plan
 
