@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
@@ -90,6 +90,19 @@ def _batch_program(
     return middle, sorted(cut for cut in cut_points if 0 < cut < total), finish
 
 
+#: One program always tried first, whatever the seed: one batch holding the start, kinds out of
+#: a step's order, a step going back and two equal records, then a batch ending the run.
+_ADVERSE_BATCHES: tuple[list[Record], list[int], bool] = (
+    [
+        ActionIntent(step_index=2, action=Action(text="b")),
+        ModelCallIntent(step_index=3, prompt_chars=1),
+        ModelCallIntent(step_index=3, prompt_chars=1),
+        ModelReplied(step_index=0, reply=ModelReply(text="a reply")),
+        ModelCallIntent(step_index=0, prompt_chars=5),
+    ],
+    [5],
+    True,
+)
 #: (records between start and finish, where calls begin, whether the run finishes).
 _BATCH_PROGRAMS = st.builds(
     _batch_program,
@@ -553,6 +566,7 @@ class RunStoreContract(ContractBase):
 
     @bounded_settings(max_examples=10)
     @given(program=_BATCH_PROGRAMS)
+    @example(program=_ADVERSE_BATCHES)
     async def test_batches_and_single_appends_interleave_in_order(
         self, run_store: RunStore, program: tuple[list[Record], list[int], bool]
     ) -> None:
