@@ -4,10 +4,11 @@
         [FACTORY ...]
 
 The crash probe (``run_store.atomic_append`` / ``run_store.prefix_durability``) kills writer
-processes at fixed points; a correct store must come out clean every time, or the promise would
-accuse correct implementations. Default factories: the bundled SQLite store and the correct
-stores of the kit's own tests; PostgreSQL joins with a DSN (``--postgres-dsn`` or
-``POLYLOOP_BENCH_DSN``). Run from the repository root. Exit status 1 on any false alarm.
+processes at fixed points, inside 1 MiB writes too; a correct store must come out clean every
+time, or the promise would accuse correct implementations. Default factories: the bundled
+SQLite store and the correct stores of the kit's own tests; PostgreSQL joins with a DSN
+(``--postgres-dsn`` or ``POLYLOOP_BENCH_DSN``). Run from the repository root. Exit status 1 on
+any false alarm.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ DEFAULT_FACTORIES = [
     "tests.contract.store_factories:open_sqlite_store",
     "tests.kit.broken_stores:LineFileStore",
     "tests.kit.broken_stores:SqliteLogStore",
+    "tests.kit.broken_stores:ChunkedLineFileStore",
 ]
 
 

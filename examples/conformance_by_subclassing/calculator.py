@@ -75,7 +75,11 @@ class CallParser:
 
 
 class JsonLinesStore:
-    """One ``<run_id>.jsonl`` file per run; one record per line, written with ``to_json()``."""
+    """One ``<run_id>.jsonl`` file per run; one record per line, written with ``to_json()``.
+
+    A line starting with ``+`` is a record of a batch whose last line is still to come: a batch
+    counts only once its last line (without ``+``) is complete.
+    """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -85,17 +89,24 @@ class JsonLinesStore:
         return self.directory / f"{run_id}.jsonl"
 
     def _committed(self, run_id: str) -> bytes:
-        # A last line without its newline is an append a crash cut off: it never returned, so
-        # it is not part of the log (the crash promises caught the version that read it).
+        # A crash can cut a write anywhere. Everything after the last complete line that ends
+        # an append (not a "+" line) belongs to an append that never returned: not part of the
+        # log (the crash promises caught the version that read a torn line, and the one that
+        # kept the first records of a torn batch).
         path = self._path(run_id)
         data = path.read_bytes() if path.exists() else b""
-        return data[: data.rfind(b"\n") + 1]
+        end = start = 0
+        while (newline := data.find(b"\n", start)) != -1:
+            if data[start : start + 1] != b"+":
+                end = newline + 1
+            start = newline + 1
+        return data[:end]
 
     def _read(self, run_id: str) -> list[Record]:
         # split("\n"), not splitlines(): JSON text may hold U+2028 or \x1c, which
         # splitlines() also treats as line ends (the round-trip promise caught exactly that).
         lines = self._committed(run_id).decode("utf-8").split("\n")
-        return [record_from_json(line) for line in lines if line]
+        return [record_from_json(line.removeprefix("+")) for line in lines if line]
 
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         await self.append_many(run_id, [record], sequence=sequence)
@@ -114,12 +125,23 @@ class JsonLinesStore:
             if at != length:
                 raise RunConflict(f"{run_id}: sequence {at}, log has {length} records")
             length, finished = length + 1, isinstance(record, RunFinished)
-        lines = "".join(record.to_json() + "\n" for record in records)
-        with self._path(run_id).open("ab") as file:
-            file.truncate(len(committed))  # drop a torn line before writing after it
-            file.write(lines.encode("utf-8"))  # the whole batch in one write
+        last = len(records) - 1
+        lines = "".join(
+            ("" if n == last else "+") + record.to_json() + "\n" for n, record in enumerate(records)
+        )
+        path = self._path(run_id)
+        created = not path.exists()
+        with path.open("ab") as file:
+            file.truncate(len(committed))  # drop a torn append before writing after it
+            file.write(lines.encode("utf-8"))
             file.flush()
-            os.fsync(file.fileno())  # durable when append_many returns, power loss included
+            os.fsync(file.fileno())  # durable when append_many returns, power loss included:
+        if created:  # a new file's name is in the directory, which needs its own fsync
+            directory = os.open(self.directory, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
 
     async def read_log(self, run_id: str) -> RunLog:
         return RunLog(tuple(self._read(run_id)))

@@ -1,27 +1,55 @@
 """The writer process of the crash probe, and what it shares with the probe.
 
-Run as a script (``python _crash_writer.py FACTORY DIRECTORY RUN_ID...``), not as
+Run as a script (``python _crash_writer.py FACTORY DIRECTORY PLAN_JSON``), not as
 ``-m polyloop.testing._crash_writer``: as a script it imports neither pytest nor Hypothesis (the
-``polyloop.testing`` package does), so each killed writer starts in a fraction of a second. It
-opens the store through the implementer's factory, appends the planned records of several runs
-interleaved, and prints ``ack <run index> <sequence>`` after each append returned. The probe
-kills it; whatever it acknowledged must survive.
+``polyloop.testing`` package does), so it starts in a fraction of a second. It imports the
+implementer's factory once, then forks one writer per round of the plan (one interpreter for
+every kill point): the writer opens the store through the factory, makes the round's appends —
+single ``append`` calls and, when the store has it, ``append_many`` batches — and prints
+``ack <round> <call>`` after each call returned. Each writer is killed with ``SIGKILL`` at its
+round's kill point by a timer thread of its own, so the kill lands where the plan says (inside a
+system call too: the main thread is in the store's code, the timer needs no GIL hand-off from
+it to fire at the right time, only to be scheduled). The parent prints ``end <round> <status>``
+once it reaped that writer; whatever a writer acknowledged must survive its kill.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
+import json
+import os
+import signal
 import sys
+import threading
+import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from polyloop.types import Action, ActionIntent, ModelCallIntent, Record, RunStarted
 
-__all__ = ["close_store", "load_factory", "open_store", "planned_records"]
+__all__ = [
+    "BIG_RECORD_CHARS",
+    "close_store",
+    "load_factory",
+    "open_store",
+    "planned_calls",
+    "planned_records",
+]
 
 RECORDS_PER_RUN = 40
+#: The action text of a big record: its JSON is over 1 MiB, so writing it takes many pages
+#: (and, for a store that writes in pieces, many system calls).
+BIG_RECORD_CHARS = 1_060_000
+_BATCH_SIZES = (1, 3, 2)
+#: A writer still alive this long after its kill point is stuck (a hung store): it kills itself.
+_OVERSTAY_S = 20.0
+
+#: One call of a round: (run index, records). One record is ``append``, several ``append_many``.
+Call = tuple[int, list[Record]]
 
 
 class FactoryError(Exception):
@@ -68,18 +96,20 @@ async def close_store(store: Any) -> None:
         await store.aclose()
 
 
+def _start(run_id: str, run_index: int) -> RunStarted:
+    return RunStarted(
+        run_id=run_id,
+        goal=f"crash probe run {run_index}",
+        parameters={"system_prompt": "crash probe"},
+        parameters_hash="sha256:" + "0" * 64,
+        started_at="2026-01-01T00:00:00.000Z",
+    )
+
+
 def planned_records(run_id: str, run_index: int) -> list[Record]:
-    """The records the writer appends to one run, in order; sizes vary from tiny to ~12 KB so a
-    kill can land inside a write that takes more than one system call."""
-    records: list[Record] = [
-        RunStarted(
-            run_id=run_id,
-            goal=f"crash probe run {run_index}",
-            parameters={"system_prompt": "crash probe"},
-            parameters_hash="sha256:" + "0" * 64,
-            started_at="2026-01-01T00:00:00.000Z",
-        )
-    ]
+    """The records the writer appends to one run of an interleaved round, in order; sizes vary
+    from tiny to ~12 KB."""
+    records: list[Record] = [_start(run_id, run_index)]
     for step in range(RECORDS_PER_RUN - 1):
         if step % 2 == 0:
             records.append(ModelCallIntent(step_index=step, prompt_chars=step * 7 + run_index))
@@ -90,21 +120,227 @@ def planned_records(run_id: str, run_index: int) -> list[Record]:
     return records
 
 
-async def _write(spec: str, directory: Path, run_ids: list[str]) -> None:
-    factory = load_factory(spec)
-    # Started early so the interpreter's start overlaps earlier rounds; write only when told.
-    await asyncio.to_thread(sys.stdin.readline)
+def _big(run_id: str, step: int) -> ActionIntent:
+    unit = f"{run_id[-6:]}/{step} big record, é "
+    text = (unit * (BIG_RECORD_CHARS // len(unit) + 1))[:BIG_RECORD_CHARS]
+    return ActionIntent(step_index=step, action=Action(text=text))
+
+
+def _small(step: int) -> ModelCallIntent:
+    return ModelCallIntent(step_index=step, prompt_chars=step + 1)
+
+
+def planned_calls(spec: dict[str, Any]) -> list[Call]:
+    """The calls of one round, in the order the writer makes them.
+
+    * ``acks``/``delay`` rounds: the runs' :func:`planned_records`, interleaved, in batches of
+      1, 3 and 2 records when ``batches`` (else one by one).
+    * ``inside`` rounds: one run — its start, then a big record (or a batch: small, big,
+      small) with the kill inside it. A ``measure`` round makes the big call twice and times
+      the first: later rounds of its shape use that duration.
+    """
+    runs: list[str] = spec["runs"]
+    if spec["kind"] == "inside":
+        run_id = runs[0]
+        shape: list[list[Record]]
+        if spec["batches"]:
+            shape = [
+                [_start(run_id, 0), _small(0)],
+                [_small(1), _big(run_id, 1), _small(2)],
+                [_small(3), _big(run_id, 3), _small(4)],
+            ]
+        else:
+            shape = [[_start(run_id, 0)], [_big(run_id, 1)], [_big(run_id, 2)]]
+        return [(0, records) for records in shape[: 3 if spec.get("measure") else 2]]
+    per_run: list[list[list[Record]]] = []
+    for index, run_id in enumerate(runs):
+        records = planned_records(run_id, index)
+        calls: list[list[Record]] = []
+        at, size = 0, 0
+        while at < len(records):
+            take = _BATCH_SIZES[size % len(_BATCH_SIZES)] if spec["batches"] else 1
+            calls.append(records[at : at + take])
+            at, size = at + take, size + 1
+        per_run.append(calls)
+    ordered: list[Call] = []
+    for position in range(max(len(calls) for calls in per_run)):
+        ordered.extend(
+            (index, calls[position]) for index, calls in enumerate(per_run) if position < len(calls)
+        )
+    return ordered
+
+
+def _say(line: str) -> None:
+    os.write(1, (line + "\n").encode())
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _arm(delay: float) -> None:
+    timer = threading.Timer(max(delay, 0.0), _die)
+    timer.daemon = True
+    timer.start()
+
+
+def _sizes(directory: Path, depth: int = 2) -> dict[str, int]:
+    """The size of every file in ``directory`` and its subdirectories (two levels), by path."""
+    sizes: dict[str, int] = {}
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.is_file():
+                    sizes[entry.path] = entry.stat().st_size
+                elif entry.is_dir() and depth > 1:
+                    sizes.update(_sizes(Path(entry.path), depth - 1))
+    return sizes
+
+
+def _arm_on_growth(paths: list[str], threshold: int, fallback: float) -> None:
+    """Kill as soon as ``paths`` together grew by ``threshold`` bytes — the store is inside its
+    write (a polling thread; the write releases the GIL) — or at ``fallback`` seconds."""
+    start = {path: _size(path) for path in paths}
+    deadline = time.perf_counter() + fallback
+
+    def watch() -> None:
+        while time.perf_counter() < deadline:
+            grown = sum(_size(path) - start[path] for path in paths)
+            if grown > threshold:
+                _die()
+        _die()
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _arm_inside(
+    spec: dict[str, Any], records: list[Record], grew: list[str], measured: float
+) -> None:
+    """Arm the kill of an ``inside`` round's last call: when the files the store grew in the
+    call before have grown by ``amount`` of the call's records' size, or at ``amount`` of the
+    measured duration (also for a store whose files do not grow: a server's)."""
+    sys.setswitchinterval(1e-4)  # the watcher and timer threads get their turn at once
+    amount = float(spec["amount"])
+    if spec["trigger"] == "growth" and grew:
+        size = sum(len(record.to_json().encode()) for record in records)
+        _arm_on_growth(grew, int(amount * size), 1.5 * measured)
+    else:
+        _arm(amount * measured)
+
+
+async def _round(
+    factory: Callable[[Path], Any],
+    directory: Path,
+    number: int,
+    spec: dict[str, Any],
+    report: Callable[[str], None],
+) -> None:
     store = await open_store(factory, directory)
-    plans = [planned_records(run_id, index) for index, run_id in enumerate(run_ids)]
-    for sequence in range(RECORDS_PER_RUN):
-        for index, run_id in enumerate(run_ids):
-            await store.append(run_id, plans[index][sequence], sequence=sequence)
-            sys.stdout.write(f"ack {index} {sequence}\n")
-            sys.stdout.flush()
-    sys.stdout.write("done\n")
+    calls = planned_calls(spec)
+    run_ids: list[str] = spec["runs"]
+    lengths = [0] * len(run_ids)
+    kind, amount = spec["kind"], float(spec["amount"])
+    measured = float(spec.get("measured", 1.0))
+    before = _sizes(directory) if kind == "inside" else {}
+    grew: list[str] = []
+    for position, (index, records) in enumerate(calls):
+        last = position == len(calls) - 1
+        if kind == "inside" and last:
+            _arm_inside(spec, records, grew, measured)
+        began = time.perf_counter()
+        if len(records) == 1:
+            await store.append(run_ids[index], records[0], sequence=lengths[index])
+        else:
+            await store.append_many(run_ids[index], records, sequence=lengths[index])
+        took = time.perf_counter() - began
+        if kind == "inside" and position == 0:
+            after = _sizes(directory)
+            grew = [path for path, size in after.items() if size > before.get(path, 0)]
+        if kind == "inside" and spec.get("measure") and position == len(calls) - 2:
+            measured = took
+            report(f"took {int(spec['batches'])} {took:.6f}")
+        lengths[index] += len(records)
+        _say(f"ack {number} {position}")
+        if position == 0:
+            report("")
+        if kind == "acks" and position + 1 == int(amount):
+            _arm(0.0)  # the kill lands in whatever the writer does next
+        elif kind == "delay" and position == 0:
+            _arm(amount)
+
+
+def _writer(
+    spec_factory: str, directory: Path, number: int, spec: dict[str, Any], report: int
+) -> None:
+    known = set(sys.modules)
+
+    def tell(line: str) -> None:
+        """Tell the parent a measured duration, and which modules the store imported on first
+        use (a driver imported lazily): it imports them before the next fork, so no writer
+        pays for them again."""
+        names = " ".join(sorted(set(sys.modules) - known))
+        known.update(sys.modules)
+        with contextlib.suppress(OSError):
+            os.write(report, f"{line}\nmodules {names}\n".encode()[:60000])
+
+    try:
+        asyncio.run(_round(load_factory(spec_factory), directory, number, spec, tell))
+    except BaseException:
+        os.write(2, traceback.format_exc().encode())
+        os._exit(70)
+    time.sleep(_OVERSTAY_S)  # a timer still to fire; a writer that exits on its own is no crash
+    _die()
+
+
+def main(spec_factory: str, directory: Path, plan: list[dict[str, Any]]) -> None:
+    """Fork one writer per round, one after another; report each one's end."""
+    load_factory(spec_factory)  # imported once, here: every writer inherits the module
     sys.stdout.flush()
-    await asyncio.sleep(3600)  # wait for the kill: a writer that exits on its own is no crash
+    measured: dict[str, float] = {}
+    for number, planned in enumerate(plan):
+        spec = dict(planned)
+        if spec["kind"] == "inside" and not spec.get("measure"):
+            # The shape's duration, as the round that measured it saw it (none yet: 1 s).
+            spec["measured"] = measured.get(str(int(spec["batches"])), 1.0)
+        reading, report = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the writer
+            os.close(reading)
+            _writer(spec_factory, directory, number, spec, report)
+        os.close(report)
+        _, status = os.waitpid(pid, 0)
+        measured.update(_what_the_writer_told(reading))
+        killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        _say(f"end {number} {'killed' if killed else status}")
+        if not killed:
+            return
+    _say("done")
+
+
+def _what_the_writer_told(reading: int) -> dict[str, float]:
+    """Import the modules a writer imported on first use; the durations it measured."""
+    chunks = []
+    while chunk := os.read(reading, 65536):
+        chunks.append(chunk)
+    os.close(reading)
+    measured: dict[str, float] = {}
+    for line in b"".join(chunks).decode(errors="replace").splitlines():
+        words = line.split()
+        if words[:1] == ["took"]:
+            measured[words[1]] = float(words[2])
+        elif words[:1] == ["modules"]:
+            for name in words[1:]:
+                with contextlib.suppress(BaseException):  # it fails in the writer too, then
+                    importlib.import_module(name)
+    return measured
 
 
 if __name__ == "__main__":
-    asyncio.run(_write(sys.argv[1], Path(sys.argv[2]), sys.argv[3:]))
+    main(sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3]))

@@ -9,26 +9,29 @@ in a test session and its findings are shared by ``prefix_durability`` and ``ato
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import signal
 import sys
 import tempfile
-import uuid
 from asyncio.subprocess import Process
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from polyloop.testing import _crash_writer
-from polyloop.testing._crash_writer import close_store, open_store, planned_records
+from polyloop.testing._crash_writer import close_store, open_store, planned_calls, planned_records
+from polyloop.testing._run_ids import fresh_run_ids
 from polyloop.testing._shapes import mismatch
 from polyloop.types import Action, ActionIntent, ModelCallIntent, Record, RunStarted
 
 __all__ = ["CrashFindings", "crash_findings", "reopen_problems", "run_crash_probe"]
 
 RUNS_PER_ROUND = 3
-#: (kind, amount): kill after that many acknowledgements, or that many seconds after the first.
+#: (kind, amount) of the interleaved rounds: kill right after that many acknowledged calls, or
+#: that many seconds after the first.
 SCHEDULE: tuple[tuple[str, float], ...] = (
     ("acks", 1),
     ("acks", 4),
@@ -37,7 +40,30 @@ SCHEDULE: tuple[tuple[str, float], ...] = (
     ("delay", 0.09),
     ("acks", 26),
 )
-_START_BOUND_S = 30.0  # the writer's import and first append (a cold interpreter under load)
+#: Kill points of the rounds that kill inside one big call, by time — fractions of its duration
+#: as measured by the same writer a moment before (some after the end: the call may have
+#: returned, then its records must be there) — and by growth: as soon as the files the store
+#: grew in the measured call have grown by that fraction of it again (the kill then lands in
+#: the write itself, however short; a store whose files do not grow is killed by time).
+INSIDE_KILLS: tuple[tuple[str, float], ...] = (
+    ("time", 0.95),  # the round that measures: the big call twice, the first timed
+    ("growth", 0.0),
+    ("time", 0.35),
+    ("growth", 0.2),
+    ("time", 0.65),
+    ("growth", 0.5),
+    ("time", 0.85),
+    ("growth", 0.8),
+    ("time", 1.1),
+)
+#: The same for ``append_many`` (when the store has it), on a batch of small, big, small.
+BATCH_KILLS: tuple[tuple[str, float], ...] = (
+    ("time", 0.9),
+    ("growth", 0.0),
+    ("growth", 0.5),
+    ("time", 0.6),
+)
+_PROBE_BOUND_S = 240.0  # the whole probe (a cold interpreter and every round, under load)
 
 
 @dataclass
@@ -47,6 +73,8 @@ class CrashFindings:
     durability: list[str] = field(default_factory=list)
     atomicity: list[str] = field(default_factory=list)
     acknowledged: int = 0
+    rounds: int = 0
+    batches: bool = False
 
 
 def _child_env() -> dict[str, str]:
@@ -57,95 +85,122 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-async def _spawn_writer(factory: str, directory: Path, run_ids: list[str]) -> Process:
-    return await asyncio.create_subprocess_exec(
+def crash_plan(run_ids: Callable[[int], list[str]], batches: bool) -> list[dict[str, Any]]:
+    """Every round of the probe: interleaved rounds on :data:`SCHEDULE` (in batches when the
+    store has ``append_many``), then one round per kill point inside a big ``append`` and, with
+    batches, inside a big ``append_many``."""
+    plan: list[dict[str, Any]] = [
+        {"kind": kind, "amount": amount, "runs": run_ids(RUNS_PER_ROUND), "batches": batches}
+        for kind, amount in SCHEDULE
+    ]
+    for batch, kills in ((False, INSIDE_KILLS), (True, BATCH_KILLS if batches else ())):
+        plan += [
+            {"kind": "inside", "trigger": trigger, "amount": amount, "runs": run_ids(1)}
+            | {"batches": batch, "measure": number == 0}
+            for number, (trigger, amount) in enumerate(kills)
+        ]
+    return plan
+
+
+async def _run_writer(
+    factory: str,
+    directory: Path,
+    plan: list[dict[str, Any]],
+    on_round: Callable[[int, int], Awaitable[None]],
+) -> None:
+    """Run the writer process over the whole plan; await ``on_round(round, acknowledged calls)``
+    as each round's writer is reaped (the next round writes meanwhile)."""
+    process = await asyncio.create_subprocess_exec(
         sys.executable,
         _crash_writer.__file__,
         factory,
         str(directory),
-        *run_ids,
-        stdin=asyncio.subprocess.PIPE,
+        json.dumps(plan),
+        stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=_child_env(),
+        start_new_session=True,  # its writers too are in its process group: one kill ends all
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    errors = asyncio.ensure_future(process.stderr.read())
+    acked = [0] * len(plan)
+    ended = "no round ended"
+    try:
+        async with asyncio.timeout(_PROBE_BOUND_S):
+            while raw := await process.stdout.readline():
+                words = raw.decode("utf-8", "replace").split()
+                if words[:1] == ["ack"]:
+                    acked[int(words[1])] = int(words[2]) + 1
+                elif words[:1] == ["end"]:
+                    ended = " ".join(words)
+                    if words[2] != "killed":
+                        break
+                    await on_round(int(words[1]), acked[int(words[1])])
+                elif words == ["done"]:
+                    return
+    except TimeoutError:
+        raise RuntimeError(
+            f"the writer process did not finish its rounds within {_PROBE_BOUND_S:g} s "
+            "(a store call that hangs?)"
+        ) from None
+    finally:
+        if process.returncode is None:
+            _kill_group(process)
+        await process.wait()
+        text = (await errors).decode("utf-8", "replace")
+    raise RuntimeError(
+        f"a writer failed before it was killed ({ended}, exit code {process.returncode}):\n"
+        + "\n".join(text.strip().splitlines()[-12:])
     )
 
 
-async def _kill_on_schedule(process: Process, kill: tuple[str, float]) -> list[tuple[int, int]]:
-    """Kill the writer at its kill point; the acks it printed (before and at its death)."""
-    assert process.stdout is not None
-    assert process.stdin is not None
-    lines: list[str] = []
-    try:
-        process.stdin.write(b"go\n")
-        await process.stdin.drain()
-        await _until_kill_point(process.stdout, lines, kill)
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGKILL)
-        rest, errors = await process.communicate()
-    lines += rest.decode("utf-8", "replace").splitlines()
-    acks = [line.split() for line in lines if line.startswith("ack ")]
-    if "done" not in lines and process.returncode != -signal.SIGKILL:
-        text = errors.decode("utf-8", "replace").strip().splitlines()[-12:]
-        raise RuntimeError(
-            f"the writer process failed before it was killed, exit code {process.returncode}:\n"
-            + "\n".join(text)
-        )
-    return [(int(index), int(sequence)) for _, index, sequence in acks]
-
-
-async def _until_kill_point(
-    stream: asyncio.StreamReader, lines: list[str], kill: tuple[str, float]
-) -> None:
-    kind, amount = kill
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + _START_BOUND_S
-    while True:
-        try:
-            async with asyncio.timeout_at(deadline):
-                raw = await stream.readline()
-        except TimeoutError:
-            return
-        if not raw:
-            return
-        line = raw.decode("utf-8", "replace").strip()
-        lines.append(line)
-        acked = sum(1 for seen in lines if seen.startswith("ack "))
-        if line == "done" or (kind == "acks" and acked >= amount):
-            return
-        if kind == "delay" and acked == 1:
-            deadline = loop.time() + amount
+def _kill_group(process: Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 async def _check_round(
-    store: Any, run_ids: list[str], acks: list[tuple[int, int]], findings: CrashFindings, at: str
-) -> None:
-    acked = {index: 0 for index in range(len(run_ids))}
-    for index, sequence in acks:
-        acked[index] = max(acked[index], sequence + 1)
-    findings.acknowledged += len(acks)
-    for index, run_id in enumerate(run_ids):
-        sent = planned_records(run_id, index)
+    store: Any,
+    spec: dict[str, Any],
+    acked_calls: int,
+    findings: CrashFindings,
+    at: str,
+) -> list[tuple[str, tuple[Record, ...]]]:
+    """Judge what survived of one round; the runs (and their logs) to append to next."""
+    calls = planned_calls(spec)
+    readable: list[tuple[str, tuple[Record, ...]]] = []
+    for index, run_id in enumerate(spec["runs"]):
+        mine = [records for run, records in calls if run == index]
+        acked = sum(len(records) for records in mine[: _acked_of(calls, index, acked_calls)])
+        findings.acknowledged += acked
         try:
-            log = (await store.read_log(run_id)).records
+            log = tuple((await store.read_log(run_id)).records)
         except Exception as error:
             problem = f"{at}: read_log({run_id!r}) raised {type(error).__name__}: {error}"
             findings.atomicity.append(problem + " (a partial record?)")
             findings.durability.append(problem)
             continue
-        _compare(tuple(log), sent, acked[index], run_id, findings, at)
-        await _append_next(store, run_id, tuple(log), findings, at)
+        _compare(log, mine, acked, run_id, findings, at)
+        readable.append((run_id, log))
+    return readable
+
+
+def _acked_of(calls: list[Any], index: int, acked_calls: int) -> int:
+    """How many of run ``index``'s calls are among the first ``acked_calls`` of the round."""
+    return sum(1 for run, _ in calls[:acked_calls] if run == index)
 
 
 def _compare(
     log: tuple[Record, ...],
-    sent: list[Record],
+    calls: list[list[Record]],
     acked: int,
     run_id: str,
     findings: CrashFindings,
     at: str,
 ) -> None:
+    sent = [record for records in calls for record in records]
     if len(log) < acked:
         findings.durability.append(
             f"{at}: run {run_id} has {len(log)} records, but the writer was told {acked} "
@@ -157,6 +212,18 @@ def _compare(
         findings.atomicity.append(
             f"{at}: run {run_id} is not a prefix of what was appended (a partial or torn "
             f"record?): {problem}"
+        )
+        return
+    boundaries, total = {0}, 0
+    for records in calls:
+        total += len(records)
+        boundaries.add(total)
+    if len(log) not in boundaries:
+        cut = max(b for b in boundaries if b < len(log))
+        size = min(b for b in boundaries if b > len(log)) - cut
+        findings.atomicity.append(
+            f"{at}: run {run_id} holds {len(log) - cut} of the {size} records of the "
+            f"append_many batch at sequence {cut}: a batch must be all or nothing"
         )
 
 
@@ -190,37 +257,66 @@ async def _append_next(
         )
 
 
-async def run_crash_probe(factory: str, directory: Path) -> CrashFindings:
-    """Kill a writer at each point of :data:`SCHEDULE`, then reopen and judge what survived.
+def _describe(spec: dict[str, Any], number: int) -> str:
+    call = "append_many" if spec["batches"] else "append"
+    if spec["kind"] == "inside":
+        measure = "duration" if spec["trigger"] == "time" else "growth of the store's files"
+        return (
+            f"round {number} (killed at {spec['amount']:.0%} of the measured {measure} of a "
+            f"big {call})"
+        )
+    unit = "acknowledged calls" if spec["kind"] == "acks" else "s after the first call"
+    return f"round {number} ({call}, killed at {spec['amount']:g} {unit})"
 
-    Every round's writer is started at once (interpreter starts overlap); each waits for its
-    turn before it opens the store, so the rounds write one after another.
+
+async def run_crash_probe(factory: str, directory: Path) -> CrashFindings:
+    """Run every round of :func:`crash_plan` in one writer process, then reopen and judge.
+
+    The writer forks one child per round (one interpreter start for the whole probe); each
+    child is killed at its round's point. Then one store, opened here, reads every round's runs.
     """
     open_factory = _crash_writer.load_factory(factory)
     findings = CrashFindings()
-    rounds = [[uuid.uuid4().hex for _ in range(RUNS_PER_ROUND)] for _ in SCHEDULE]
-    writers = [await _spawn_writer(factory, directory, run_ids) for run_ids in rounds]
+    store = await open_store(open_factory, directory)  # creates the store before the writers
     try:
-        for number, (kill, run_ids) in enumerate(zip(SCHEDULE, rounds, strict=True), start=1):
-            acks = await _kill_on_schedule(writers[number - 1], kill)
-            at = f"round {number} (killed at {kill[1]:g} {'acks' if kill[0] == 'acks' else 's'})"
+        findings.batches = callable(getattr(store, "append_many", None))
+    finally:
+        await close_store(store)
+    plan = crash_plan(lambda count: fresh_run_ids(count), findings.batches)
+    opened: list[Any] = []
+    later: list[tuple[str, tuple[Record, ...], str]] = []
+
+    async def check(number: int, acked_calls: int) -> None:
+        # Read while the next round writes; every write of the probe's own waits for the end
+        # (a store that keeps a lock after a call, as one that never commits, would hold up the
+        # writer). The store is opened once, after the first kill: a reopened store.
+        spec, at = plan[number], _describe(plan[number], number)
+        if not opened:
             try:
-                store = await open_store(open_factory, directory)
+                opened.append(await open_store(open_factory, directory))
             except Exception as error:  # e.g. StoreCorrupted: the kill broke the whole store
                 problem = f"{at}: reopening the store raised {type(error).__name__}: {error}"
                 findings.atomicity.append(problem)
                 findings.durability.append(problem)
-                continue
-            try:
-                await _check_round(store, run_ids, acks, findings, at)
-            finally:
-                await close_store(store)
+                raise _Abandon from error
+        runs = await _check_round(opened[0], spec, acked_calls, findings, at)
+        later.extend((run_id, log, at) for run_id, log in runs)
+        findings.rounds += 1
+
+    try:
+        await _run_writer(factory, directory, plan, check)
+        for run_id, log, at in later:
+            await _append_next(opened[0], run_id, log, findings, at)
+    except _Abandon:
+        pass
     finally:
-        for writer in writers:  # a round failed: leave no writer behind
-            if writer.returncode is None:
-                writer.kill()
-                await writer.communicate()
+        for store in opened:
+            await close_store(store)
     return findings
+
+
+class _Abandon(Exception):
+    """The store cannot be reopened: nothing more to judge."""
 
 
 _PROBED: dict[str, CrashFindings] = {}
@@ -249,7 +345,7 @@ async def reopen_problems(open_factory: Callable[[Path], Any], directory: Path) 
     """Append through one store object; read back through a second one opened while the first
     is still open (an uncommitted write is invisible to it), then through a third opened after
     both were closed. Returns what went missing."""
-    plan = _reopen_plan([uuid.uuid4().hex for _ in range(2)])
+    plan = _reopen_plan(fresh_run_ids(2))
     first = await open_store(open_factory, directory)
     try:
         for sequence in range(3):

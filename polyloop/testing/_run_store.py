@@ -3,22 +3,24 @@
 The store is the intent log a crashed run is resumed from, so everything it hands back must be
 exactly what was appended — value and type — and its fences (exclusive start, nothing after the
 finish, ``sequence``) are what keep a second process from repeating an action. Every promise
-uses fresh ``uuid4`` run ids and checks "absent before, present after": the store may already
-hold other runs (a shared database).
+uses fresh run ids (``_run_ids``: 128 characters across the whole grammar, mixed case, ids of
+one promise differing only in their last characters — some only in case — each carrying a
+``uuid4``) and checks "absent before, present after": the store may already hold other runs (a
+shared database).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import tempfile
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
@@ -32,17 +34,28 @@ from polyloop.testing._base import (
     require_samples,
     require_seam,
     samples_hint,
+    unverifiable_promise,
 )
 from polyloop.testing._crash_writer import FactoryError, load_factory
 from polyloop.testing._durability import CrashFindings, crash_findings, reopen_problems
+from polyloop.testing._run_ids import fresh_run_id, fresh_run_ids, unique_run_id
 from polyloop.testing._samples import StoreSamples
 from polyloop.testing._shapes import mismatch, run_log_problems, short
 from polyloop.testing._skips import not_applicable, unverifiable
 from polyloop.testing._stateful import StoreComparison, lifecycle_programs
+from polyloop.testing._store_objects import (
+    exclusive_start_across_objects,
+    fence_across_objects,
+    finish_across_objects,
+    listing_across_objects,
+    store_objects,
+)
 from polyloop.types import (
     Action,
     ActionIntent,
     ModelCallIntent,
+    ModelReplied,
+    ModelReply,
     Record,
     RunFinished,
     RunLog,
@@ -54,13 +67,51 @@ __all__ = ["RunStoreContract"]
 
 # Built once: constructing a strategy per example costs more than running the example.
 _LOGS = pst.run_logs()
+_RUN_IDS = pst.run_ids()
 _CONCURRENT_RUNS = 8
 _RECORDS_PER_CONCURRENT_RUN = 6
 _PROGRAMS = lifecycle_programs()
+#: Records a batch may hold in any order (the append rules fence only starts and finishes):
+#: few enough that equal records meet, different enough that any reordering shows.
+_MIDDLE = st.sampled_from(
+    (
+        ModelCallIntent(step_index=0, prompt_chars=5),
+        ModelCallIntent(step_index=3, prompt_chars=1),
+        ModelReplied(step_index=0, reply=ModelReply(text="a reply")),
+        ActionIntent(step_index=2, action=Action(text="b")),
+        ActionIntent(step_index=0, action=Action(text="a")),
+        ModelCallIntent(step_index=1, prompt_chars=9),
+    )
+)
 
 
-def _fresh_run_id() -> str:
-    return uuid.uuid4().hex
+def _batch_program(
+    middle: list[Record], cut_points: set[int], finish: bool
+) -> tuple[list[Record], list[int], bool]:
+    total = 1 + len(middle) + finish
+    return middle, sorted(cut for cut in cut_points if 0 < cut < total), finish
+
+
+#: One program always tried first, whatever the seed: one batch holding the start, kinds out of
+#: a step's order, a step going back and two equal records, then a batch ending the run.
+_ADVERSE_BATCHES: tuple[list[Record], list[int], bool] = (
+    [
+        ActionIntent(step_index=2, action=Action(text="b")),
+        ModelCallIntent(step_index=3, prompt_chars=1),
+        ModelCallIntent(step_index=3, prompt_chars=1),
+        ModelReplied(step_index=0, reply=ModelReply(text="a reply")),
+        ModelCallIntent(step_index=0, prompt_chars=5),
+    ],
+    [5],
+    True,
+)
+#: (records between start and finish, where calls begin, whether the run finishes).
+_BATCH_PROGRAMS = st.builds(
+    _batch_program,
+    st.lists(_MIDDLE, min_size=2, max_size=12),
+    st.sets(st.integers(min_value=1, max_value=13), max_size=5),
+    st.booleans(),
+)
 
 
 def _started(run_id: str, goal: str = "contract goal") -> RunStarted:
@@ -225,7 +276,7 @@ class RunStoreContract(ContractBase):
         unreachable" as "new run" and start over on top of an existing log.
         """
         _check_store(run_store)
-        run_id = _fresh_run_id()
+        run_id = fresh_run_id()
         log = await _read(run_store, run_id)
         assert log.records == (), (
             f"read_log of a never-written run returned {len(log.records)} records: "
@@ -247,8 +298,8 @@ class RunStoreContract(ContractBase):
         combining marks, control characters) and large integers.
         """
         _check_store(run_store)
-        run_id = _fresh_run_id()
         drawn = data.draw(_LOGS, label="records")
+        run_id = unique_run_id(data.draw(_RUN_IDS, label="run id"))
         start = drawn[0]
         assert isinstance(start, RunStarted)
         records = (dataclasses.replace(start, run_id=run_id), *drawn[1:])
@@ -266,7 +317,7 @@ class RunStoreContract(ContractBase):
         hash, an unordered query) rebuilds a different conversation.
         """
         _check_store(run_store)
-        run_id = _fresh_run_id()
+        run_id = fresh_run_id()
         records: list[Record] = [_started(run_id)]
         for step in (5, 3, 9, 0, 7, 3):
             records.append(ModelCallIntent(step_index=step, prompt_chars=100 - step))
@@ -281,7 +332,7 @@ class RunStoreContract(ContractBase):
         exists".
         """
         _check_store(run_store)
-        first, second = _fresh_run_id(), _fresh_run_id()
+        first, second = fresh_run_ids(2)  # the same 128 characters but the last two's case
         first_records: list[Record] = [
             _started(first, "first"),
             ModelCallIntent(step_index=0, prompt_chars=11),
@@ -303,7 +354,7 @@ class RunStoreContract(ContractBase):
         action.
         """
         _check_store(run_store)
-        run_ids = [_fresh_run_id() for _ in range(_CONCURRENT_RUNS)]
+        run_ids = fresh_run_ids(_CONCURRENT_RUNS)
         logs: dict[str, list[Record]] = {}
         for n, run_id in enumerate(run_ids):
             logs[run_id] = [_started(run_id, f"concurrent {n}")]
@@ -343,18 +394,19 @@ class RunStoreContract(ContractBase):
             await comparison.check_log(run)
         await comparison.check_all()
 
-    async def test_start_is_exclusive(self, run_store: RunStore) -> None:
+    async def test_start_is_exclusive(self, run_store: RunStore, store_samples: object) -> None:
         """A ``RunStarted`` for a run that has a log raises ``RunAlreadyExists`` and writes nothing.
 
         Two processes given the same run id must not both believe they started it; the second
         start would overwrite or interleave with the first's log. ``RunAlreadyExists`` takes
         precedence over ``RunConflict`` (a second start at the wrong sequence is still "exists")
         and over ``RunAlreadyFinished`` (a start for a finished run is still "exists": ``run()``
-        tells the user to pick another id, not that a run they never started is over).
+        tells the user to pick another id, not that a run they never started is over). When
+        ``store_samples`` names a factory this holds across store objects: three objects opened
+        on the same data each check the run is free, one starts it, the others are refused.
         """
         _check_store(run_store)
-        for finished in (False, True):
-            run_id = _fresh_run_id()
+        for finished, run_id in zip((False, True), fresh_run_ids(2), strict=True):
             records: list[Record] = [_started(run_id, "original"), *[_finished()] * finished]
             await _append_all(run_store, run_id, records)
             before = await _read(run_store, run_id)
@@ -369,16 +421,23 @@ class RunStoreContract(ContractBase):
                 before.records,
                 f"a refused start changed a {what} log",
             )
+        async with store_objects(store_samples) as objects:
+            if objects:
+                await exclusive_start_across_objects(objects)
 
-    async def test_finished_run_rejects_records(self, run_store: RunStore) -> None:
+    async def test_finished_run_rejects_records(
+        self, run_store: RunStore, store_samples: object
+    ) -> None:
         """After ``RunFinished`` any append raises ``RunAlreadyFinished`` and writes nothing.
 
         A finished run is final: a late writer (a retried job, a stale worker) must not extend
         it, or the result rebuilt from the log would change after it was reported.
-        ``RunAlreadyFinished`` takes precedence over ``RunConflict``.
+        ``RunAlreadyFinished`` takes precedence over ``RunConflict``. When ``store_samples``
+        names a factory this holds across store objects: a run finished through one of three
+        objects on the same data is final for the two that read it before the finish.
         """
         _check_store(run_store)
-        run_id = _fresh_run_id()
+        run_id = fresh_run_id()
         records: list[Record] = [_started(run_id), _finished()]
         await _append_all(run_store, run_id, records)
         late: list[tuple[Record, int]] = [
@@ -390,8 +449,13 @@ class RunStoreContract(ContractBase):
             with pytest.raises(RunAlreadyFinished):
                 await run_store.append(run_id, record, sequence=sequence)
         _assert_log_is(await _read(run_store, run_id), records, "a refused append changed the log")
+        async with store_objects(store_samples) as objects:
+            if objects:
+                await finish_across_objects(objects)
 
-    async def test_rejects_out_of_order_sequence(self, run_store: RunStore) -> None:
+    async def test_rejects_out_of_order_sequence(
+        self, run_store: RunStore, store_samples: object
+    ) -> None:
         """``append`` with a ``sequence`` other than the log's length raises ``RunConflict`` and
         writes nothing; the right sequence then succeeds.
 
@@ -400,9 +464,12 @@ class RunStoreContract(ContractBase):
         never-replay action, instead of both executing it. The first append is fenced too: a
         start at any sequence but 0 on an empty log is a ``RunConflict`` — a store that fences
         only runs it already holds lets a writer that believes the run is further along create it.
+        When ``store_samples`` names a factory the fence holds across store objects: of three
+        objects on the same data, each appending at the length it last read after another
+        object moved the log on is refused.
         """
         _check_store(run_store)
-        run_id = _fresh_run_id()
+        run_id = fresh_run_id()
         for sequence in (1, 3):
             with pytest.raises(RunConflict):
                 await run_store.append(run_id, _started(run_id), sequence=sequence)
@@ -420,16 +487,21 @@ class RunStoreContract(ContractBase):
             [*records, stale],
             "the append at the right sequence after refused ones",
         )
+        async with store_objects(store_samples) as objects:
+            if objects:
+                await fence_across_objects(objects)
 
-    async def test_lists_its_runs(self, run_store: RunStore) -> None:
+    async def test_lists_its_runs(self, run_store: RunStore, store_samples: object) -> None:
         """``run_ids()`` returns a list of str that includes a run once its start was appended.
 
         ``polyloop runs`` and every analysis that walks a store start here; a run missing from
         the list is invisible. Checked as "absent before, present after", since the store may
-        hold other runs.
+        hold other runs; the run id is listed exactly as it was given (128 characters, mixed
+        case). When ``store_samples`` names a factory, every one of three store objects on the
+        same data lists the runs any of them started, whether it was opened before or after.
         """
         _check_store(run_store)
-        run_id = _fresh_run_id()
+        run_id = fresh_run_id()
         before = await run_store.run_ids()
         assert isinstance(before, list), (
             f"run_ids() must return a list, got {type(before).__name__}"
@@ -443,6 +515,9 @@ class RunStoreContract(ContractBase):
         assert after.count(run_id) == 1, (
             f"run_ids() lists the new run {after.count(run_id)} times after its start was appended"
         )
+        async with store_objects(store_samples) as objects:
+            if objects:
+                await listing_across_objects(objects)
 
     async def test_batch_is_atomic(self, run_store: RunStore) -> None:
         """``append_many`` writes all of its records or none: a batch whose k-th record breaks
@@ -454,7 +529,7 @@ class RunStoreContract(ContractBase):
         has ``append_many`` (the optional batch method of the seam).
         """
         batches = _require_batches(run_store)
-        run_id = _fresh_run_id()
+        run_id = fresh_run_id()
         records: list[Record] = [_started(run_id)]
         await _append_all(run_store, run_id, records)
         bad: list[tuple[list[Record], type[Exception]]] = [
@@ -481,7 +556,7 @@ class RunStoreContract(ContractBase):
         winner's log as if the winner had meant it.
         """
         batches = _require_batches(run_store)
-        run_id = _fresh_run_id()
+        run_id = fresh_run_id()
         records: list[Record] = [_started(run_id)]
         await _append_all(run_store, run_id, records)
         batch: list[Record] = [
@@ -499,39 +574,56 @@ class RunStoreContract(ContractBase):
             await _read(run_store, run_id), [*records, *batch], "the batch at the right sequence"
         )
 
+    @bounded_settings(max_examples=10)
+    @given(program=_BATCH_PROGRAMS)
+    @example(program=_ADVERSE_BATCHES)
     async def test_batches_and_single_appends_interleave_in_order(
-        self, run_store: RunStore
+        self, run_store: RunStore, program: tuple[list[Record], list[int], bool]
     ) -> None:
         """Single appends and batches take consecutive sequences in the order they were made,
         and a batch may end the run (a final step with its ``RunFinished``).
 
         The loop mixes both on one log and resumes from what it reads back; a store that keeps
-        a batch apart from single records (or reorders inside a batch) rebuilds another run.
+        a batch apart from single records, or reorders inside a batch, rebuilds another run.
+        Batches hold records in any order the append rules accept — kinds mixed and repeated,
+        step indexes going back, equal records side by side (a store that sorts or groups a
+        batch by kind or key, writes it through a set, or drops a record equal to one before
+        it is caught) — and the log must read back record for record as sent.
         """
         batches = _require_batches(run_store)
-        run_id = _fresh_run_id()
-        first: list[Record] = [_started(run_id), ModelCallIntent(step_index=0, prompt_chars=3)]
-        await batches.append_many(run_id, first, sequence=0)
-        single = ModelCallIntent(step_index=1, prompt_chars=7)
-        await run_store.append(run_id, single, sequence=2)
-        last: list[Record] = [
-            ModelCallIntent(step_index=2, prompt_chars=2),
-            ModelCallIntent(step_index=0, prompt_chars=9),
-            _finished(),
-        ]
-        await batches.append_many(run_id, last, sequence=3)
+        middle, cuts, finish = program
+        run_id = fresh_run_id()
+        records: list[Record] = [_started(run_id), *middle, *[_finished()] * finish]
+        calls = [records[start:end] for start, end in itertools.pairwise([0, *cuts, len(records)])]
+        sequence = 0
+        for call in calls:
+            if len(call) == 1:
+                await run_store.append(run_id, call[0], sequence=sequence)
+            else:
+                await batches.append_many(run_id, call, sequence=sequence)
+            sequence += len(call)
+        sizes = [len(call) for call in calls]
         _assert_log_is(
-            await _read(run_store, run_id), [*first, single, *last], "batches and appends mixed"
+            await _read(run_store, run_id),
+            records,
+            f"calls of {sizes} records (1: append, more: append_many)",
         )
 
     async def test_atomic_append(self, run_store: RunStore, store_samples: object) -> None:
-        """A crash during ``append`` leaves the record wholly present or wholly absent.
+        """A crash during ``append`` leaves the record wholly present or wholly absent, and a
+        crash during ``append_many`` the whole batch or none of it.
 
         A half-written record is unreadable; the resume then cannot tell whether the action
-        whose intent it was has run. Checked when ``store_samples`` names a factory: a writer
-        process appending to several runs is killed at varied points, then every run must read
-        back as a prefix of what was sent (no partial or torn record, no decode error) and take
-        its next append at the right sequence.
+        whose intent it was has run — and half a batch is a reply without the intent it was
+        committed with. Checked when ``store_samples`` names a factory: writer processes are
+        killed (``SIGKILL``) after varied numbers of appends, and at many points spread over
+        the measured duration of one big call — an ``append`` of a record over 1 MiB, and, when
+        the store has it, an ``append_many`` around one — so the kill lands inside the write,
+        which then spans many pages and system calls. Then every run must read back exactly as
+        a prefix of what was sent, ending at a batch boundary (no partial or torn record, no
+        decode error, ``StoreCorrupted`` included), and take its next append at the right
+        sequence. This is a *process* crash: the operating system keeps what was written, so a
+        missing ``fsync`` cannot show here (``run_store.survives_power_loss`` is that promise).
         """
         factory = _factory_or_skip(store_samples, _ATOMIC)
         findings = await _probe(factory)
@@ -544,7 +636,10 @@ class RunStoreContract(ContractBase):
         can vanish in a crash, the resume repeats an action it was told had an intent. Checked
         when ``store_samples`` names a factory: a second store opened on the same data must
         read back every acknowledged record (a forgotten commit shows here), and after a writer
-        process is killed every append it was told had returned must be there.
+        process is killed — between calls, or inside a big ``append`` or ``append_many`` —
+        every call it was told had returned must be there, batches whole. This is a *process*
+        crash (``SIGKILL`` cannot lose the operating system's page cache, so a missing
+        ``fsync`` cannot show); surviving a power loss is ``run_store.survives_power_loss``.
         """
         factory = _factory_or_skip(store_samples, _DURABLE)
         with tempfile.TemporaryDirectory(prefix="polyloop-reopen-") as directory:
@@ -552,3 +647,37 @@ class RunStoreContract(ContractBase):
         assert not problems, "\n".join(problems)
         findings = await _probe(factory)
         assert not findings.durability, _summary(findings.durability, findings)
+
+    @unverifiable_promise
+    async def test_survives_power_loss(self, run_store: RunStore) -> None:
+        """Once ``append`` or ``append_many`` returned, its records survive a power loss or an
+        operating-system crash, and the store then opens and reads as a prefix of what was
+        appended.
+
+        The process-crash promises (``atomic_append``, ``prefix_durability``) cannot see this:
+        a killed process leaves its writes in the operating system's page cache, which reaches
+        the disk anyway. Only the ``fsync`` (or ``fdatasync``, or a synchronous database
+        commit) before ``append`` returns — of the file and, for a new file or a rename, of its
+        directory — puts the record on the disk, and leaving it out passes every test that runs
+        in a process.
+        """
+        unverifiable(
+            promise="an acknowledged append survives a power loss or an operating-system crash",
+            why=(
+                "a test process cannot lose the page cache: whatever it wrote reaches the disk "
+                "after it is killed, so a missing fsync cannot be seen from here"
+            ),
+            verify_yourself=(
+                "check where your store syncs: `strace -f -e trace=write,pwrite64,fsync,"
+                "fdatasync,rename,openat` on a test that appends shows whether an fsync or "
+                "fdatasync of the file (and of its directory, for a new file or a rename) "
+                "comes before append returns; then crash the storage under it: run the store "
+                "on LazyFS (a FUSE file system that drops every write not yet fsynced when "
+                "told to) or on a dm-flakey / dm-log-writes device-mapper target (replay the "
+                "write log up to each flush), or explore crash states of a syscall trace with "
+                "ALICE, and check after each that the store opens and every acknowledged "
+                "record reads back; a database store: run its server with synchronous commit "
+                "(SQLite synchronous=FULL in WAL mode, PostgreSQL synchronous_commit=on and "
+                "fsync=on)"
+            ),
+        )

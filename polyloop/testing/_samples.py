@@ -167,7 +167,11 @@ class StoreSamples:
       the test process's ``sys.path``); called with a fresh directory (``pathlib.Path``) it
       returns a store over data kept at that location — every call with the same directory
       sees the same data. ``run_store.prefix_durability`` and ``run_store.atomic_append`` then
-      reopen the store and kill a writer process mid-append.
+      reopen the store and kill writer processes mid-append (inside 1 MiB appends and
+      ``append_many`` batches too); ``start_is_exclusive``, ``finished_run_rejects_records``,
+      ``rejects_out_of_order_sequence`` and ``lists_its_runs`` also run across three store
+      objects opened on one location. (``run_store.survives_power_loss`` stays unverifiable:
+      no test process can lose the page cache.)
     * ``in_memory=True`` instead declares that your store keeps nothing across processes (a
       test double): both promises are then ``not_applicable``.
     """

@@ -21,7 +21,6 @@ Two drivers share :class:`StoreComparison`:
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -30,6 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from polyloop.ports import RunStore
 from polyloop.stores import MemoryStore
+from polyloop.testing._run_ids import fresh_run_ids
 from polyloop.testing._shapes import mismatch, run_log_problems, short
 from polyloop.testing.strategies import record_texts
 from polyloop.types import (
@@ -126,15 +126,15 @@ def lifecycle_programs() -> st.SearchStrategy[list[Step]]:
 class StoreComparison:
     """A store and a fresh ``MemoryStore`` driven with the same calls; every answer compared.
 
-    Three fresh run ids per instance (``<uuid4 hex>-0`` … ``-2``): the store may hold other runs.
+    Three fresh run ids per instance (128 characters that differ only in the case of their
+    last two, see ``_run_ids``): the store may hold other runs.
     Each method fails with an ``AssertionError`` that names the call and both answers.
     """
 
     def __init__(self, store: RunStore) -> None:
         self.store = store
         self.reference = MemoryStore()
-        prefix = uuid.uuid4().hex
-        self.run_ids: tuple[str, ...] = tuple(f"{prefix}-{n}" for n in range(RUNS))
+        self.run_ids: tuple[str, ...] = tuple(fresh_run_ids(RUNS))
 
     async def append(
         self, run: int, kind: str, choice: str, step: int = 1, text: str = TEXT

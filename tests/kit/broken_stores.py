@@ -1,9 +1,11 @@
-"""Stores for the crash promises' matrix: one correct, three that lose or tear records.
+"""Stores for the matrices of the promises that need a factory (crash, store objects) and of
+the store suite's deeper probes: correct twins, and stores that lose, tear or misplace records.
 
-They are named by ``StoreSamples(factory="tests.kit.broken_stores:<class>")``, so the crash
-probe's writer processes import this module once per round: it imports only the standard
-library and polyloop's core (``tests.kit.broken`` imports pytest and Hypothesis, which would
-make every writer start slowly). Each class is called with a directory and keeps its data there.
+Those with a directory are named by ``StoreSamples(factory="tests.kit.broken_stores:<class>")``,
+so the crash probe's writer process imports this module: it imports only the standard library
+and polyloop's core (``tests.kit.broken`` imports pytest and Hypothesis, which would make the
+writer start slowly). Each such class is called with a directory and keeps its data there. The
+``MemoryStore`` subclasses at the end need none (``test_matrix_store_depth.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from polyloop import (
@@ -26,6 +29,7 @@ from polyloop import (
     record_from_json,
     validate_run_id,
 )
+from polyloop.stores import MemoryStore
 
 
 def _refusal(run_id: str, log: list[Record], record: Record, sequence: int) -> Exception | None:
@@ -38,11 +42,25 @@ def _refusal(run_id: str, log: list[Record], record: Record, sequence: int) -> E
     return None
 
 
+def _batch_refusal(
+    run_id: str, log: list[Record], records: Sequence[Record], sequence: int
+) -> Exception | None:
+    """The append rules for each record of a batch in order, as if appended one by one."""
+    shadow = list(log)
+    for at, record in enumerate(records, start=sequence):
+        refusal = _refusal(run_id, shadow, record, at)
+        if refusal is not None:
+            return refusal
+        shadow.append(record)
+    return None
+
+
 class LineFileStore:
     """Correct: one file per run, one line per record. A record is committed by its newline: a
     write can be cut short by a kill (even a single ``os.write``, one page at a time), so a
     last line without one is an append that never returned — ignored, and truncated away by
-    the next append."""
+    the next append. A batch is written in one write, every line but its last marked ``+``: it
+    counts only once its last line is complete."""
 
     def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
@@ -54,11 +72,16 @@ class LineFileStore:
     def _committed(self, run_id: str) -> bytes:
         path = self._path(run_id)
         data = path.read_bytes() if path.exists() else b""
-        return data[: data.rfind(b"\n") + 1]
+        end = start = 0
+        while (newline := data.find(b"\n", start)) != -1:
+            if data[start : start + 1] != b"+":
+                end = newline + 1
+            start = newline + 1
+        return data[:end]
 
     def _on_disk(self, run_id: str) -> list[Record]:
         text = self._committed(run_id).decode("utf-8")
-        return [record_from_json(line) for line in text.split("\n") if line]
+        return [record_from_json(line.removeprefix("+")) for line in text.split("\n") if line]
 
     def _read(self, run_id: str) -> list[Record]:
         return self._on_disk(run_id)
@@ -77,6 +100,14 @@ class LineFileStore:
         if refusal is not None:
             raise refusal
         await self._write(run_id, (record.to_json() + "\n").encode("utf-8"))
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        refusal = _batch_refusal(run_id, self._read(run_id), records, sequence)
+        if refusal is not None:
+            raise refusal
+        last = len(records) - 1
+        lines = [("" if n == last else "+") + r.to_json() + "\n" for n, r in enumerate(records)]
+        await self._write(run_id, "".join(lines).encode("utf-8"))
 
     async def read_log(self, run_id: str) -> RunLog:
         return RunLog(tuple(self._read(run_id)))
@@ -112,7 +143,10 @@ class NotDurable(LineFileStore):
 
     def _read(self, run_id: str) -> list[Record]:
         with self._lock:
-            pending = [record_from_json(line.decode()) for line in self._pending.get(run_id, [])]
+            text = b"".join(self._pending.get(run_id, [])).decode()
+            pending = [
+                record_from_json(line.removeprefix("+")) for line in text.split("\n") if line
+            ]
             return self._on_disk(run_id) + pending
 
     async def _write(self, run_id: str, line: bytes) -> None:
@@ -174,3 +208,217 @@ class ForgetsToCommit(SqliteLogStore):
 
     def _commit(self) -> None:
         pass
+
+
+# --------------------------------------------------------------------------- issue #21
+# Class 10: kills inside a write. Each writes a record's line in 64 KiB pieces, flushing and
+# syncing each (so a crash "loses little"): a big record takes many write() calls, and a kill
+# among them leaves the start of a line. Records of a few KB (all the old probe wrote) take one.
+
+_PIECE = 64 * 1024
+
+
+class ChunkedLineFileStore(LineFileStore):
+    """Correct twin of the two below: writes in pieces, commits a record by its newline."""
+
+    async def _write(self, run_id: str, line: bytes) -> None:
+        committed = len(self._committed(run_id))
+        descriptor = os.open(self._path(run_id), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(descriptor, committed)
+            for start in range(0, len(line), _PIECE):
+                os.write(descriptor, line[start : start + _PIECE])
+                os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+class ChunkedReadsEveryLine(ChunkedLineFileStore):
+    """The how-to's second version: reads every line as a record, a torn last one included —
+    after a kill inside a big write the next read raises ``ValueError: malformed record``."""
+
+    def _committed(self, run_id: str) -> bytes:
+        path = self._path(run_id)
+        return path.read_bytes() if path.exists() else b""
+
+
+class ChunkedSkipsTornLines(ChunkedLineFileStore):
+    """A tolerant reader: skips a line it cannot decode and appends after it without repairing
+    the file — the next record is glued to the torn piece, unreadable, and silently lost."""
+
+    def _committed(self, run_id: str) -> bytes:
+        path = self._path(run_id)
+        return path.read_bytes() if path.exists() else b""
+
+    def _on_disk(self, run_id: str) -> list[Record]:
+        records: list[Record] = []
+        for line in self._committed(run_id).decode("utf-8", "replace").split("\n"):
+            with contextlib.suppress(ValueError):
+                if line:
+                    records.append(record_from_json(line.removeprefix("+")))
+        return records
+
+
+# Class 9: a batch under a crash.
+
+
+class BatchOneRecordAtATime(LineFileStore):
+    """Checks the whole batch against the rules first (so every in-process batch promise
+    holds), then writes its records one by one, each committed on its own: a kill between them
+    leaves the first records of a batch the loop committed as one."""
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        refusal = _batch_refusal(run_id, self._read(run_id), records, sequence)
+        if refusal is not None:
+            raise refusal
+        for record in records:
+            await self._write(run_id, (record.to_json() + "\n").encode("utf-8"))
+
+
+# Class 8: state kept in the store object.
+
+
+class CachesRunState(LineFileStore):
+    """Keeps each run's length and started/finished flags in the object, loaded on the first
+    touch and updated by its own appends — so the fences need no read. Right while this object
+    is the only writer; a second object on the same files is invisible to it."""
+
+    def __init__(self, directory: Path | str) -> None:
+        super().__init__(directory)
+        self._state: dict[str, list[Record]] = {}
+
+    def _known(self, run_id: str) -> list[Record]:
+        if run_id not in self._state:
+            self._state[run_id] = self._on_disk(run_id)
+        return self._state[run_id]
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        refusal = _refusal(run_id, self._known(run_id), record, sequence)
+        if refusal is not None:
+            raise refusal
+        await self._write(run_id, (record.to_json() + "\n").encode("utf-8"))
+        self._known(run_id).append(record)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        refusal = _batch_refusal(run_id, self._known(run_id), records, sequence)
+        if refusal is not None:
+            raise refusal
+        last = len(records) - 1
+        lines = [("" if n == last else "+") + r.to_json() + "\n" for n, r in enumerate(records)]
+        await self._write(run_id, "".join(lines).encode("utf-8"))
+        self._known(run_id).extend(records)
+
+    async def read_log(self, run_id: str) -> RunLog:
+        self._known(run_id)
+        return RunLog(tuple(self._on_disk(run_id)))
+
+
+class CachesRunListing(LineFileStore):
+    """Lists runs from a set loaded when the object was opened plus the runs it started
+    itself: a run another object (another process) started is never listed by this one."""
+
+    def __init__(self, directory: Path | str) -> None:
+        super().__init__(directory)
+        self._listed = {path.stem for path in self.directory.glob("*.jsonl")}
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        await super().append(run_id, record, sequence=sequence)
+        self._listed.add(run_id)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        await super().append_many(run_id, records, sequence=sequence)
+        self._listed.add(run_id)
+
+    async def run_ids(self) -> list[str]:
+        return sorted(self._listed)
+
+
+# Class 4: run ids the old suite never used (it wrote only 32 lower-case hex digits).
+
+
+class NoCaseSqliteLogStore(SqliteLogStore):
+    """``run_id TEXT COLLATE NOCASE``: runs whose ids differ only in case share one log."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self._db = sqlite3.connect(Path(directory) / "nocase.db", timeout=10)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS log (run_id TEXT COLLATE NOCASE, sequence INTEGER, "
+            "record TEXT, PRIMARY KEY (run_id, sequence))"
+        )
+        self._db.commit()
+
+
+class FilesKeyedByPrefix(LineFileStore):
+    """Names each run's file by the first 64 characters of its id (a file-name limit someone
+    assumed): runs whose ids share those characters share one file."""
+
+    def _path(self, run_id: str) -> Path:
+        validate_run_id(run_id)
+        return self.directory / f"{run_id[:64]}.jsonl"
+
+
+class LowerCasesRunIds(MemoryStore):
+    """Keys every log by the lower-cased run id (a case-insensitive lookup), and lists the keys."""
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        await super().append(run_id.lower(), record, sequence=sequence)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        await super().append_many(run_id.lower(), records, sequence=sequence)
+
+    async def read_log(self, run_id: str) -> RunLog:
+        return await super().read_log(run_id.lower())
+
+
+class TruncatesRunIdsTo64(MemoryStore):
+    """Keeps the first 64 characters of a run id (a ``VARCHAR(64)`` column that truncates)."""
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        await super().append(run_id[:64], record, sequence=sequence)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        await super().append_many(run_id[:64], records, sequence=sequence)
+
+    async def read_log(self, run_id: str) -> RunLog:
+        return await super().read_log(run_id[:64])
+
+
+# Class 9: batches in any order the rules accept.
+
+
+_STEP_ORDER = (
+    "run_started",
+    "model_call_intent",
+    "model_replied",
+    "action_intent",
+    "step_completed",
+    "run_finished",
+)
+
+
+class BatchGroupedByKind(MemoryStore):
+    """Writes a batch's records grouped by kind (one bulk insert per kind's table), the tables
+    in the order of a step: the loop's usual batches, already in that order, read back right."""
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        await super().append_many(run_id, records, sequence=sequence)
+        log = self._logs[run_id]
+        rows = log[sequence:]
+        grouped = sorted(rows, key=lambda row: _STEP_ORDER.index(row[1]))
+        log[sequence:] = [(sequence + n, kind, body) for n, (_, kind, body) in enumerate(grouped)]
+
+
+class BatchDeduplicated(MemoryStore):
+    """Drops a record of a batch equal to an earlier one (a content-hash key, ``INSERT OR
+    IGNORE``): the fence counts the batch as sent, the log holds fewer records."""
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        await super().append_many(run_id, records, sequence=sequence)
+        log = self._logs[run_id]
+        seen: set[str] = set()
+        kept: list[tuple[int, str, str]] = []
+        for row in log[sequence:]:
+            if row[2] not in seen:
+                seen.add(row[2])
+                kept.append(row)
+        log[sequence:] = [(sequence + n, kind, body) for n, (_, kind, body) in enumerate(kept)]

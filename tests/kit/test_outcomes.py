@@ -89,9 +89,10 @@ def test_a_plain_run_shows_each_unverifiable_promise_as_a_three_part_skip_reason
         )
     )
     result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-rs")
-    result.assert_outcomes(passed=13, skipped=2)
+    # The two crash promises (no factory) and power-loss durability (never checkable here).
+    result.assert_outcomes(passed=13, skipped=3)
     skip_lines = [line for line in result.outlines if line.startswith("SKIPPED")]
-    assert len(skip_lines) == 2
+    assert len(skip_lines) == 3
     for line in skip_lines:
         assert "polyloop/testing/_run_store.py" in line  # where the promise is written
         parts = parse_skip_reason(line)
@@ -103,6 +104,7 @@ def test_a_plain_run_shows_each_unverifiable_promise_as_a_three_part_skip_reason
     joined = "\n".join(skip_lines)
     assert "a crash during append() leaves the record wholly present or wholly absent" in joined
     assert "once append() returns, the record survives a crash" in joined
+    assert "survives a power loss" in joined
 
 
 def test_unoverridden_fixtures_say_what_to_override_and_what_to_return(
@@ -180,7 +182,7 @@ def test_suites_run_in_strict_mode_with_no_configuration_and_honour_loop_scope(
     result = pytester.runpytest_inprocess(
         *BARE_SANDBOX_ARGS, "-W", "ignore:The configuration option:DeprecationWarning"
     )
-    result.assert_outcomes(passed=13 + 7, skipped=2)
+    result.assert_outcomes(passed=13 + 7, skipped=3)
     text = result.stdout.str()
     assert "not an async function" not in text
     assert "not natively supported" not in text
