@@ -2,7 +2,11 @@
 
 Like PythonExecutor it has no refusal path (any text is code to run), declared with
 ``never_refuses``; its environment is broken by killing the kernel from outside between two
-actions: the next ``execute`` must return ``env_error`` (the kernel's state is lost).
+actions and moving its working directory away: the next ``execute`` must return ``env_error``
+(the kernel's state is lost), and the ones after it, which cannot start a kernel there, must
+return too. ``echo`` prints through the cap. Each promise starts a kernel of its own (about a
+second), so the samples PythonExecutor already gives for the same code paths — more failing
+actions, ``restore_environment`` (two more kernel starts) — are left out here.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -18,20 +23,30 @@ from polyloop import Action
 from polyloop.executors import JupyterExecutor
 from polyloop.testing import ActionExecutorContract, ActionSamples
 
+#: The observation cap of the executor under test (the echo sample prints past it).
+CAP = 1000
+
 
 async def kill_the_kernel(executor: JupyterExecutor) -> None:
-    """Start the kernel (with state worth losing), then kill it from outside."""
+    """Start the kernel (with state worth losing), kill it from outside, and move its working
+    directory away so that no new kernel can start for the rest of the test."""
     await executor.execute(Action(text="started = True"))
     assert executor.pid is not None
+    assert executor.cwd is not None
     os.kill(executor.pid, signal.SIGKILL)
+    os.rename(executor.cwd, executor.cwd + ".away")
 
 
 class TestJupyterExecutorContract(ActionExecutorContract):
     @pytest_asyncio.fixture
     async def action_executor(  # type: ignore[override]  # pytest types a fixture as an object
-        self,
+        self, tmp_path: Path
     ) -> AsyncIterator[JupyterExecutor]:
-        async with JupyterExecutor("python3", timeout_s=10) as executor:
+        workdir = tmp_path / "kernel"
+        workdir.mkdir()
+        async with JupyterExecutor(
+            "python3", timeout_s=10, cwd=workdir, max_observation_chars=CAP
+        ) as executor:
             yield executor
 
     @pytest.fixture
@@ -41,4 +56,6 @@ class TestJupyterExecutorContract(ActionExecutorContract):
             executes_but_errors=Action(text="1 / 0"),
             never_refuses=True,
             break_environment=kill_the_kernel,
+            echo=lambda text: Action(text=f"print({text!r}, end='')"),
+            truncates_at=CAP,
         )
