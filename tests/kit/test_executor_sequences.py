@@ -11,9 +11,13 @@ one failing action, and checked the count's sign); now each fails exactly the pr
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from polyloop.testing import ActionExecutorContract
+from polyloop import Action
+from polyloop.testing import ActionExecutorContract, ActionSamples
+from polyloop.testing._action_executor import echo_text, shown_characters
 from tests.kit import broken_executors
 from tests.kit._sandbox import run_sandbox, subclass_source
 
@@ -83,3 +87,61 @@ def test_with_the_old_samples_the_tightened_promises_still_catch_what_they_can_s
         if skipped - _NEW_OPT_INS - {"observation_substitution_happens_in_the_library"}:
             problems.append(f"{impl}: skipped {sorted(skipped)}")
     assert not problems, "\n".join(problems)
+
+
+# --------------------------------------------------------------------------- the new samples
+
+
+_CLEAN = Action(text="ok")
+_FAILS = Action(text="fail")
+
+
+async def _hook(executor: object) -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"more_executes_but_errors": _FAILS}, "must be a sequence of polyloop Action"),
+        ({"more_executes_but_errors": "fail"}, "must be a sequence of polyloop Action"),
+        ({"more_executes_but_errors": [_FAILS, "x"]}, r"more_executes_but_errors\[1\]"),
+        ({"more_refused": [_FAILS]}, "more_refused needs refused"),
+        ({"more_refused": [_FAILS], "never_refuses": True}, "more_refused needs refused"),
+        ({"restore_environment": _hook}, "give both"),
+        ({"break_environment": _hook, "restore_environment": 3}, "must be a function"),
+        ({"echo": "print"}, "echo must be a function"),
+        ({"truncates_at": 100}, "truncates_at needs echo"),
+        ({"echo": lambda text: _CLEAN, "truncates_at": 0}, r"an int in \[1, 1000000\]"),
+        ({"echo": lambda text: _CLEAN, "truncates_at": True}, "truncates_at must be"),
+        ({"echo": lambda text: _CLEAN, "truncates_at": 10**7}, "truncates_at must be"),
+    ],
+)
+def test_the_new_action_samples_refuse_what_cannot_work(kwargs: dict[str, Any], error: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=error):
+        ActionSamples(executes_cleanly=_CLEAN, executes_but_errors=_FAILS, **kwargs)
+
+
+def test_the_new_action_samples_are_stored_as_tuples() -> None:
+    samples = ActionSamples(
+        executes_cleanly=_CLEAN,
+        executes_but_errors=_FAILS,
+        more_executes_but_errors=[_FAILS],
+        refused=_CLEAN,
+        more_refused=[_CLEAN, _FAILS],
+    )
+    assert samples.more_executes_but_errors == (_FAILS,)
+    assert samples.more_refused == (_CLEAN, _FAILS)
+
+
+def test_the_echoed_text_is_non_ascii_and_the_shown_count_finds_head_and_tail() -> None:
+    text = echo_text(300)
+    assert len(text) == 300
+    assert all(ord(c) > 127 for c in text)
+    assert len(text.encode("utf-8")) > 2 * len(text)  # a count in bytes cannot pass for one
+    assert len(text.encode("utf-16-le")) // 2 > len(text)  # nor one in UTF-16 units
+    assert shown_characters(text, text) == 300
+    assert shown_characters(text, text[:100] + "\n[... 200 more]") == 100
+    assert shown_characters(text, "[200 cut] " + text[200:]) == 100
+    assert shown_characters(text, text[:50] + " … " + text[-50:]) == 100
+    assert shown_characters(text, "") == 0
