@@ -4,9 +4,10 @@ Like PythonExecutor it has no refusal path (any text is code to run), declared w
 ``never_refuses``; its environment is broken by killing the kernel from outside between two
 actions and moving its working directory away: the next ``execute`` must return ``env_error``
 (the kernel's state is lost), and the ones after it, which cannot start a kernel there, must
-return too. ``echo`` prints through the cap. Each promise starts a kernel of its own (about a
-second), so the samples PythonExecutor already gives for the same code paths — more failing
-actions, ``restore_environment`` (two more kernel starts) — are left out here.
+return too. Each promise starts a kernel of its own (about a second), so the samples that
+would cost more kernel starts — ``restore_environment`` (two), ``echo`` (one) — and the extra
+failing actions PythonExecutor already gives for the same code path are left out of this
+main-job module; ``tests/kit/test_executor_sequences.py`` checks ``echo`` through the cap.
 """
 
 from __future__ import annotations
@@ -22,9 +23,6 @@ import pytest_asyncio
 from polyloop import Action
 from polyloop.executors import JupyterExecutor
 from polyloop.testing import ActionExecutorContract, ActionSamples
-
-#: The observation cap of the executor under test (the echo sample prints past it).
-CAP = 1000
 
 
 async def kill_the_kernel(executor: JupyterExecutor) -> None:
@@ -44,9 +42,7 @@ class TestJupyterExecutorContract(ActionExecutorContract):
     ) -> AsyncIterator[JupyterExecutor]:
         workdir = tmp_path / "kernel"
         workdir.mkdir()
-        async with JupyterExecutor(
-            "python3", timeout_s=10, cwd=workdir, max_observation_chars=CAP
-        ) as executor:
+        async with JupyterExecutor("python3", timeout_s=10, cwd=workdir) as executor:
             yield executor
 
     @pytest.fixture
@@ -56,6 +52,4 @@ class TestJupyterExecutorContract(ActionExecutorContract):
             executes_but_errors=Action(text="1 / 0"),
             never_refuses=True,
             break_environment=kill_the_kernel,
-            echo=lambda text: Action(text=f"print({text!r}, end='')"),
-            truncates_at=CAP,
         )

@@ -19,7 +19,7 @@ from polyloop import Action
 from polyloop.testing import ActionExecutorContract, ActionSamples
 from polyloop.testing._action_executor import echo_text, shown_characters
 from tests.kit import broken_executors
-from tests.kit._sandbox import run_sandbox, subclass_source
+from tests.kit._sandbox import SANDBOX_ARGS, run_sandbox, subclass_source
 
 _NEW_OPT_INS = frozenset(
     {"environment_recovers_when_restored", "truncated_chars_counts_what_was_cut"}
@@ -145,3 +145,37 @@ def test_the_echoed_text_is_non_ascii_and_the_shown_count_finds_head_and_tail() 
     assert shown_characters(text, "[200 cut] " + text[200:]) == 100
     assert shown_characters(text, text[:50] + " … " + text[-50:]) == 100
     assert shown_characters(text, "") == 0
+
+
+_JUPYTER_ECHO = """
+import pytest, pytest_asyncio
+from polyloop import Action
+from polyloop.executors import JupyterExecutor
+from polyloop.testing import ActionExecutorContract, ActionSamples
+
+class TestJupyterEcho(ActionExecutorContract):
+    @pytest_asyncio.fixture
+    async def action_executor(self):
+        async with JupyterExecutor("python3", timeout_s=10, max_observation_chars=300) as ex:
+            yield ex
+
+    @pytest.fixture
+    def action_samples(self):
+        return ActionSamples(
+            executes_cleanly=Action(text="print(1)"),
+            executes_but_errors=Action(text="1 / 0"),
+            never_refuses=True,
+            echo=lambda text: Action(text=f"print({text!r}, end='')"),
+            truncates_at=300,
+        )
+"""
+
+
+def test_jupyter_executor_counts_what_it_cuts(pytester: pytest.Pytester) -> None:
+    """JupyterExecutor's own output buffer counts characters, not bytes (the main job leaves
+    its echo sample out: one more kernel start per run)."""
+    pytest.importorskip("jupyter_client")
+    pytest.importorskip("ipykernel")
+    pytester.makepyfile(test_jupyter_echo=_JUPYTER_ECHO)
+    result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-k", "truncated_chars")
+    result.assert_outcomes(passed=2)
