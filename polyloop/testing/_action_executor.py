@@ -120,6 +120,62 @@ def _history(calls: list[str]) -> str:
     return "; ".join(shown)
 
 
+class _Sequence:
+    """One executor called through every sample, judged call by call; the history is kept for
+    the failure message."""
+
+    def __init__(self, executor: ActionExecutor, samples: ActionSamples) -> None:
+        self.executor = executor
+        self.samples = samples
+        self.clean: Named = ("executes_cleanly", samples.executes_cleanly)
+        self.refused = {which for which, _ in _refused(samples)}
+        self.calls: list[str] = []
+
+    async def call(self, which: str, action: Action, when: str) -> ActionOutcome:
+        where = f"call {len(self.calls) + 1} ({when}), execute(action_samples.{which})"
+        try:
+            outcome = await _bounded_call(self.executor, action, where)
+        except Exception as error:
+            pytest.fail(
+                f"{where} raised {type(error).__name__}: {short(str(error))}; the calls "
+                f"before: {_history(self.calls)}",
+                pytrace=False,
+            )
+        self.calls.append(f"{which} → {outcome.status.value}")
+        return outcome
+
+    async def everything(self, when: str, *, judge: bool = False) -> None:
+        """Every sample once; with ``judge``, each must get its normal status."""
+        samples = self.samples
+        for which, action in [self.clean, *_failing(samples), *_refused(samples)]:
+            outcome = await self.call(which, action, when)
+            want = ActionStatus.NOT_EXECUTED if which in self.refused else ActionStatus.EXECUTED
+            assert not judge or outcome.status is want, (
+                f"after action_samples.restore_environment ({when}), "
+                f"execute(action_samples.{which}) came back {outcome.status.value}, not "
+                f"{want.value}: the executor does not recover with its environment "
+                f"(observation {short(outcome.observation)}); the calls so far: "
+                f"{_history(self.calls)}"
+            )
+
+    async def broken(self, when: str) -> None:
+        """Break the environment; then every sample must return env_error (a refused one may
+        be not_executed)."""
+        samples = self.samples
+        assert samples.break_environment is not None
+        await _bounded_hook(samples.break_environment, self.executor, "break_environment")
+        for which, action in [self.clean, *_failing(samples), self.clean, *_refused(samples)]:
+            outcome = await self.call(which, action, f"environment broken, {when}")
+            allowed = {ActionStatus.ENV_ERROR}
+            if which in self.refused:
+                allowed.add(ActionStatus.NOT_EXECUTED)
+            assert outcome.status in allowed, (
+                f"with its environment broken ({when}), execute(action_samples.{which}) came "
+                f"back {outcome.status.value}, not env_error (observation "
+                f"{short(outcome.observation)}); the calls so far: {_history(self.calls)}"
+            )
+
+
 def echo_text(length: int) -> str:
     """The text ``truncated_chars_counts_what_was_cut`` echoes: ``length`` non-ASCII characters."""
     alphabet = _ECHO_ALPHABET
@@ -477,51 +533,54 @@ class ActionExecutorContract(ContractBase):
                 ),
             )
         require_seam(action_executor, "action_executor", "execute", "async execute(action)")
-        clean = ("executes_cleanly", samples.executes_cleanly)
-        everything = [clean, *_failing(samples), *_refused(samples)]
-        refused = {which for which, _ in _refused(samples)}
-        calls: list[str] = []
-
-        async def call(which: str, action: Action, when: str) -> ActionOutcome:
-            where = f"call {len(calls) + 1} ({when}), execute(action_samples.{which})"
-            try:
-                outcome = await _bounded_call(action_executor, action, where)
-            except Exception as error:
-                pytest.fail(
-                    f"{where} raised {type(error).__name__}: {short(str(error))}; the calls "
-                    f"before: {_history(calls)}",
-                    pytrace=False,
-                )
-            calls.append(f"{which} → {outcome.status.value}")
-            return outcome
-
-        for which, action in everything:
-            await call(which, action, "before any break")
+        run = _Sequence(action_executor, samples)
+        await run.everything("before any break")
         for cycle in (1, 2):
-            await _bounded_hook(samples.break_environment, action_executor, "break_environment")
-            for which, action in [clean, *_failing(samples), clean, *_refused(samples)]:
-                outcome = await call(which, action, f"environment broken, break {cycle}")
-                allowed = {ActionStatus.ENV_ERROR}
-                if which in refused:
-                    allowed.add(ActionStatus.NOT_EXECUTED)
-                assert outcome.status in allowed, (
-                    f"with its environment broken (break {cycle}, not restored yet), "
-                    f"execute(action_samples.{which}) came back {outcome.status.value}, not "
-                    f"env_error (observation {short(outcome.observation)}); the calls so far: "
-                    f"{_history(calls)}"
-                )
+            await run.broken(f"break {cycle}, not restored yet")
             await _bounded_hook(samples.restore_environment, action_executor, "restore_environment")
             for _ in range(2):
-                for which, action in everything:
-                    outcome = await call(which, action, f"restored after break {cycle}")
-                    want = ActionStatus.NOT_EXECUTED if which in refused else ActionStatus.EXECUTED
-                    assert outcome.status is want, (
-                        f"after action_samples.restore_environment (break {cycle}), "
-                        f"execute(action_samples.{which}) came back {outcome.status.value}, not "
-                        f"{want.value}: the executor does not recover with its environment "
-                        f"(observation {short(outcome.observation)}); the calls so far: "
-                        f"{_history(calls)}"
-                    )
+                await run.everything(f"restored after break {cycle}", judge=True)
+
+    async def test_every_call_returns_env_error_while_broken(
+        self, action_executor: ActionExecutor, action_samples: ActionSamples
+    ) -> None:
+        """After its environment broke, *every* call returns ``env_error`` — not only the first
+        — until the environment is back; none raises, none comes back ``executed``.
+
+        The loop stops a run on ``env_error``, but a resumed run, a retry wrapper or a second
+        run sharing the executor calls again. An executor that reports the break once and then
+        answers from a stale pooled session, a read replica or a result cache writes steps that
+        never happened into the trajectory; one that drops its dead connection and forgets to
+        reconnect raises on the second call. Checked when the samples declare that the break
+        lasts — ``ActionSamples(break_lasts=True)``, or a ``restore_environment`` hook: every
+        sample is run, the environment is broken, and every sample is run again — each must
+        return ``env_error`` (a refused one may be ``not_executed``).
+        """
+        samples = require_samples(action_samples, ActionSamples, "action_samples")
+        if samples.break_environment is None or not (
+            samples.break_lasts or samples.restore_environment is not None
+        ):
+            unverifiable(
+                promise=(
+                    "after the environment broke, every call returns env_error until it is back"
+                ),
+                why=(
+                    "the suite cannot break an arbitrary implementation's environment, and "
+                    "whether a break outlives the session it killed is the implementation's "
+                    "own business (an executor may start a new session on the next call)"
+                ),
+                verify_yourself=(
+                    "give ActionSamples(break_environment=<async hook(executor) that breaks "
+                    "it for the rest of the test>, break_lasts=True) — or a "
+                    "restore_environment hook — and the kit checks this; or, in a test of your "
+                    "own, break the environment and check that several calls in a row each "
+                    "return env_error"
+                ),
+            )
+        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
+        run = _Sequence(action_executor, samples)
+        await run.everything("before the break")
+        await run.broken("broken for good")
 
     async def test_truncated_chars_counts_what_was_cut(
         self, action_executor: ActionExecutor, action_samples: ActionSamples

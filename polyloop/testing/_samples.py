@@ -56,8 +56,9 @@ class ActionSamples:
       non-zero, the query has a syntax error). Your executor must report it ``executed`` with a
       non-empty observation: an action's own error is something the model can correct.
 
-    Optional: ``refused``, ``break_environment``, ``restore_environment`` and ``echo`` each turn
-    a promise from ``unverifiable`` into checked; the ``more_*`` ones widen checked promises:
+    Optional: ``refused``, ``break_environment``, ``break_lasts``, ``restore_environment`` and
+    ``echo`` each turn a promise from ``unverifiable`` into checked; the ``more_*`` ones widen
+    checked promises:
 
     * ``refused`` — an action your executor must refuse without running it (an unknown tool,
       arguments that fail the schema): ``status_trigger_conditions`` demands ``not_executed``.
@@ -67,10 +68,15 @@ class ActionSamples:
       environment (kill its session, close its connection); ``failure_is_a_return_value``
       then runs a few actions, calls the hook, and demands that the calls after it *return*
       (never raise) and that the first, ``execute(executes_cleanly)``, is ``env_error``.
+    * ``break_lasts=True`` — declares that ``break_environment`` breaks the environment for the
+      rest of the test, not only the session the executor holds (which it might replace on the
+      next call): ``every_call_returns_env_error_while_broken`` then demands ``env_error`` from
+      every sample after the break.
     * ``restore_environment`` — ``async def hook(executor) -> None`` that undoes
-      ``break_environment`` (needs it). Giving it declares that the break *lasts* until this
-      hook runs: ``environment_recovers_when_restored`` demands ``env_error`` from every call
-      while the environment is broken and normal service again after the restore.
+      ``break_environment`` (needs it). Giving it declares that the break lasts until this
+      hook runs (as ``break_lasts``): ``environment_recovers_when_restored`` demands
+      ``env_error`` from every call while the environment is broken and normal service again
+      after the restore.
     * ``more_executes_but_errors`` — more actions whose own code fails, each one differently
       (code raising ``TypeError``, ``ValueError``, ``AttributeError``; a tool reporting an
       error): each must be ``executed`` with a non-empty observation, like
@@ -95,6 +101,7 @@ class ActionSamples:
     never_refuses: bool = False
     break_environment: Callable[[Any], Awaitable[None]] | None = None
     restore_environment: Callable[[Any], Awaitable[None]] | None = None
+    break_lasts: bool = False
     more_executes_but_errors: Sequence[Action] = ()
     more_refused: Sequence[Action] = ()
     echo: Callable[[str], Action] | None = None
@@ -117,6 +124,10 @@ class ActionSamples:
                 raise TypeError(
                     f"ActionSamples.{name} must be a function, got {type(value).__name__}"
                 )
+        if not isinstance(self.break_lasts, bool):
+            raise TypeError("ActionSamples.break_lasts must be a bool")
+        if self.break_lasts and self.break_environment is None:
+            raise ValueError("ActionSamples.break_lasts describes break_environment: give both")
         if self.restore_environment is not None and self.break_environment is None:
             raise ValueError(
                 "ActionSamples.restore_environment undoes break_environment: give both"

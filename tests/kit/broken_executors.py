@@ -461,6 +461,7 @@ class RefusesOnlyUnknownNames(ToolboxExecutor):
 
 
 _RECOVERS = "environment_recovers_when_restored"
+_LASTS = "every_call_returns_env_error_while_broken"
 _COUNTS = "truncated_chars_counts_what_was_cut"
 _OWN_ERROR = "action_error_is_a_normal_observation_not_an_env_error"
 #: broken implementation → the promises the new kit catches it on (the old kit: none).
@@ -470,9 +471,9 @@ CAUGHT: dict[str, frozenset[str]] = {
         # a leak or a latch also keeps the executor from serving after a restore
         "LeaksSessionOnToolError": f"repeated_execution_keeps_status {_RECOVERS}",
         "TripsOnToolErrors": f"repeated_execution_keeps_status {_RECOVERS}",
-        "RaisesAfterFirstCallAfterBreak": f"failure_is_a_return_value {_RECOVERS}",
-        "ServesCachedResultAfterBreak": f"failure_is_a_return_value {_RECOVERS}",
-        "AnswersFromStaleReplica": _RECOVERS,
+        "RaisesAfterFirstCallAfterBreak": f"failure_is_a_return_value {_RECOVERS} {_LASTS}",
+        "ServesCachedResultAfterBreak": f"failure_is_a_return_value {_RECOVERS} {_LASTS}",
+        "AnswersFromStaleReplica": f"{_RECOVERS} {_LASTS}",
         "NeverRecoversAfterRestore": _RECOVERS,
         "CountsCutBytes": _COUNTS,
         "CountsAgainstDefaultCap": _COUNTS,

@@ -22,7 +22,11 @@ from tests.kit import broken_executors
 from tests.kit._sandbox import SANDBOX_ARGS, run_sandbox, subclass_source
 
 _NEW_OPT_INS = frozenset(
-    {"environment_recovers_when_restored", "truncated_chars_counts_what_was_cut"}
+    {
+        "environment_recovers_when_restored",
+        "every_call_returns_env_error_while_broken",
+        "truncated_chars_counts_what_was_cut",
+    }
 )
 #: What the tightened promises catch with only the samples the old kit knew.
 _CAUGHT_WITH_OLD_SAMPLES = {
@@ -147,17 +151,27 @@ def test_the_echoed_text_is_non_ascii_and_the_shown_count_finds_head_and_tail() 
     assert shown_characters(text, "") == 0
 
 
-_JUPYTER_ECHO = """
+_JUPYTER = """
+import os
+import signal
 import pytest, pytest_asyncio
 from polyloop import Action
 from polyloop.executors import JupyterExecutor
 from polyloop.testing import ActionExecutorContract, ActionSamples
 
-class TestJupyterEcho(ActionExecutorContract):
+async def kill_the_kernel(executor):
+    await executor.execute(Action(text="started = True"))
+    os.kill(executor.pid, signal.SIGKILL)
+    os.rename(executor.cwd, executor.cwd + ".away")
+
+class TestJupyter(ActionExecutorContract):
     @pytest_asyncio.fixture
-    async def action_executor(self):
-        async with JupyterExecutor("python3", timeout_s=10, max_observation_chars=300) as ex:
-            yield ex
+    async def action_executor(self, tmp_path):
+        (tmp_path / "kernel").mkdir()
+        async with JupyterExecutor(
+            "python3", timeout_s=10, cwd=tmp_path / "kernel", max_observation_chars=300
+        ) as executor:
+            yield executor
 
     @pytest.fixture
     def action_samples(self):
@@ -165,17 +179,59 @@ class TestJupyterEcho(ActionExecutorContract):
             executes_cleanly=Action(text="print(1)"),
             executes_but_errors=Action(text="1 / 0"),
             never_refuses=True,
+            break_environment=kill_the_kernel,
+            break_lasts=True,
             echo=lambda text: Action(text=f"print({text!r}, end='')"),
             truncates_at=300,
         )
 """
 
 
-def test_jupyter_executor_counts_what_it_cuts(pytester: pytest.Pytester) -> None:
-    """JupyterExecutor's own output buffer counts characters, not bytes (the main job leaves
-    its echo sample out: one more kernel start per run)."""
+def test_jupyter_executor_counts_what_it_cuts_and_stays_broken(pytester: pytest.Pytester) -> None:
+    """JupyterExecutor's own output buffer counts characters, not bytes, and every call after a
+    lasting break returns env_error (the main job leaves these samples out: each costs one more
+    kernel start per run)."""
     pytest.importorskip("jupyter_client")
     pytest.importorskip("ipykernel")
-    pytester.makepyfile(test_jupyter_echo=_JUPYTER_ECHO)
-    result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-k", "truncated_chars")
+    pytester.makepyfile(test_jupyter=_JUPYTER)
+    result = pytester.runpytest_inprocess(
+        *SANDBOX_ARGS, "-k", "truncated_chars_counts or while_broken"
+    )
     result.assert_outcomes(passed=2)
+
+
+_MCP = """
+import pytest
+import pytest_asyncio
+from polyloop import Action
+from polyloop.executors import MCPExecutor
+from polyloop.testing import ActionExecutorContract
+from tests.conftest import mcp_stdio_command
+from tests.contract.test_mcp_executor_contract import _call, _samples
+import dataclasses
+
+class TestMCPOverStdio(ActionExecutorContract):
+    @pytest_asyncio.fixture
+    async def action_executor(self):
+        command, *args = mcp_stdio_command()
+        async with MCPExecutor.stdio(command, args) as executor:
+            yield executor
+
+    @pytest.fixture
+    def action_samples(self):
+        return dataclasses.replace(_samples(_call("delete", key="pi")), break_lasts=True)
+"""
+
+
+def test_mcp_executor_returns_env_error_on_every_call_after_its_server_died(
+    pytester: pytest.Pytester,
+) -> None:
+    """MCPExecutor opens once: after its server was killed every call returns env_error (the
+    main job leaves break_lasts out: the promise would need one more server per transport)."""
+    from tests.conftest import _mcp_installed
+
+    if not _mcp_installed():
+        pytest.skip("the MCP SDK is not installed")
+    pytester.makepyfile(test_mcp=_MCP)
+    result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-k", "while_broken")
+    result.assert_outcomes(passed=1)

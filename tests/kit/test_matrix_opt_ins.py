@@ -25,6 +25,7 @@ OPT_IN: dict[str, frozenset[str]] = {
             "status_trigger_conditions",
             "failure_is_a_return_value",
             "environment_recovers_when_restored",
+            "every_call_returns_env_error_while_broken",
             "truncated_chars_counts_what_was_cut",
         }
     ),
@@ -55,7 +56,11 @@ def _store(impl: str) -> str:
 
 # The executor cases of issue #10 give neither restore_environment nor echo.
 _NEW_EXECUTOR_OPT_INS = frozenset(
-    {"environment_recovers_when_restored", "truncated_chars_counts_what_was_cut"}
+    {
+        "environment_recovers_when_restored",
+        "every_call_returns_env_error_while_broken",
+        "truncated_chars_counts_what_was_cut",
+    }
 )
 _TORN = "is not a prefix of what was appended|raised ValueError"
 CASES: dict[str, SeamCases] = {
@@ -143,6 +148,15 @@ CASES: dict[str, SeamCases] = {
                 "broken_executors.SAMPLES",
                 {"environment_recovers_when_restored": "does not recover with its environment"},
                 impl_expr="broken_executors.NeverRecoversAfterRestore()",
+            ),
+            Case(
+                "AnswersFromStaleReplica",
+                # break_lasts without a restore hook: only the lasting-break promise applies
+                "dataclasses.replace(broken_executors.SAMPLES, restore_environment=None, "
+                "break_lasts=True)",
+                {"every_call_returns_env_error_while_broken": "came back executed, not env_error"},
+                impl_expr="broken_executors.AnswersFromStaleReplica()",
+                without=frozenset({"environment_recovers_when_restored"}),
             ),
             Case(
                 "CountsCutBytes",
