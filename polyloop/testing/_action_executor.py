@@ -54,16 +54,14 @@ _ECHO_LENGTHS = (0, 1, 200, 4099)
 _ECHO_ALPHABET = "漢дé😀字ж\u0301ü🙂ß語𝔸ñ"
 
 Named = tuple[str, Action]
+_SIGNATURE = "async execute(action) -> ActionOutcome"
 
 
 async def _execute(executor: ActionExecutor, samples: object, which: str) -> ActionOutcome:
-    require_seam(executor, "action_executor", "execute", "async execute(action) -> ActionOutcome")
+    require_seam(executor, "action_executor", "execute", _SIGNATURE)
     checked = require_samples(samples, ActionSamples, "action_samples")
-    action = getattr(checked, which)
-    outcome = await executor.execute(action)
-    problems = action_outcome_problems(outcome, f"execute(action_samples.{which})")
-    assert not problems, "\n".join(problems)
-    return outcome
+    where = f"execute(action_samples.{which})"
+    return await _bounded_call(executor, getattr(checked, which), where)
 
 
 def _failing(samples: ActionSamples) -> list[Named]:
@@ -248,8 +246,8 @@ class ActionExecutorContract(ContractBase):
         was this". A duck-typed result or a status given as a plain string breaks it; so does an
         outcome patched after construction.
         """
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         samples = require_samples(action_samples, ActionSamples, "action_samples")
-        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
         for name, action in [("executes_cleanly", samples.executes_cleanly), *_failing(samples)]:
             await _bounded_call(action_executor, action, f"execute(action_samples.{name})")
 
@@ -264,8 +262,8 @@ class ActionExecutorContract(ContractBase):
         value (``None``, ``0``, ``"yes"``) also breaks ``if outcome.env_reported_completion``
         in ways nobody sees: ``"no"`` is truthy.
         """
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         samples = require_samples(action_samples, ActionSamples, "action_samples")
-        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
         for which, action in [("executes_cleanly", samples.executes_cleanly), *_failing(samples)]:
             outcome = await _bounded_call(
                 action_executor, action, f"execute(action_samples.{which})"
@@ -292,8 +290,8 @@ class ActionExecutorContract(ContractBase):
         ``ValueError`` or ``AttributeError`` is still the action's error, even where the
         executor catches that type around the call to spot bad arguments.
         """
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         samples = require_samples(action_samples, ActionSamples, "action_samples")
-        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
         for which, action in _failing(samples):
             outcome = await _bounded_call(
                 action_executor, action, f"execute(action_samples.{which})"
@@ -322,8 +320,8 @@ class ActionExecutorContract(ContractBase):
         session or lock not given back on the failing path, a counter, a session left in a
         bad state. Each call is bounded: a call that never returns is a violation too.
         """
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         samples = require_samples(action_samples, ActionSamples, "action_samples")
-        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
         order = [*_failing(samples), ("executes_cleanly", samples.executes_cleanly)]
         order += _refused(samples)
         first: dict[str, ActionStatus] = {}
@@ -371,7 +369,7 @@ class ActionExecutorContract(ContractBase):
         ``not_applicable`` when every probe found the call already finished: it has no await
         point at which to swallow anything, and a verdict that depended on speed would be flaky.
         """
-        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         samples = require_samples(action_samples, ActionSamples, "action_samples")
         await assert_cancellation_propagates(
             {
@@ -461,7 +459,7 @@ class ActionExecutorContract(ContractBase):
                     f"exception propagates out of run() is guarded by {_LIBRARY_TESTS}"
                 ),
             )
-        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         clean = ("executes_cleanly", samples.executes_cleanly)
         for which, action in [clean, *_failing(samples), *_refused(samples)]:
             await _bounded_call(action_executor, action, f"execute(action_samples.{which})")
@@ -532,7 +530,7 @@ class ActionExecutorContract(ContractBase):
                     "restore it and check that the next calls are executed again"
                 ),
             )
-        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         run = _Sequence(action_executor, samples)
         await run.everything("before any break")
         for cycle in (1, 2):
@@ -577,7 +575,7 @@ class ActionExecutorContract(ContractBase):
                     "return env_error"
                 ),
             )
-        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         run = _Sequence(action_executor, samples)
         await run.everything("before the break")
         await run.broken("broken for good")
@@ -618,7 +616,7 @@ class ActionExecutorContract(ContractBase):
                     "it are shown"
                 ),
             )
-        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         cap = samples.truncates_at
         lengths = _ECHO_LENGTHS if cap is None else sorted({0, cap - 1, cap, cap + 1, 2 * cap + 3})
         for length in lengths:
