@@ -34,6 +34,11 @@ class TestCalculatorExecutor(ActionExecutorContract):
             ),
             # Optional: an action it must refuse (not_executed) turns one more promise on.
             refused=Action(text="sqrt 4", tool_name="sqrt", tool_args={"x": 4}),
+            # Optional: more to refuse, each checked the same way (bad arguments here).
+            more_refused=(
+                Action(text="add 1", tool_name="add", tool_args={"a": 1}),
+                Action(text="divide one 2", tool_name="divide", tool_args={"a": "one", "b": 2}),
+            ),
         )
 
 
