@@ -122,7 +122,7 @@ def test_unoverridden_fixtures_say_what_to_override_and_what_to_return(
     assert "DecisionParserContract needs the `parser_samples` fixture" in text
     assert "polyloop.testing.ParserSamples(action_reply=ModelReply(text=...)" in text
     outcomes = result.parseoutcomes()
-    assert outcomes.get("errors", 0) == 9 + 7
+    assert outcomes.get("errors", 0) == 9 + 8
     assert "passed" not in outcomes
 
 
@@ -180,7 +180,8 @@ def test_suites_run_in_strict_mode_with_no_configuration_and_honour_loop_scope(
     result = pytester.runpytest_inprocess(
         *BARE_SANDBOX_ARGS, "-W", "ignore:The configuration option:DeprecationWarning"
     )
-    result.assert_outcomes(passed=13 + 7, skipped=2)
+    # The parser's cross-process promise skips as unverifiable: the samples give no factory.
+    result.assert_outcomes(passed=13 + 7, skipped=2 + 1)
     text = result.stdout.str()
     assert "not an async function" not in text
     assert "not natively supported" not in text
