@@ -34,8 +34,8 @@ def test_the_worked_example_keeps_every_promise_it_claims(pytester: pytest.Pytes
     for path in EXAMPLE.glob("*.py"):
         pytester.makepyfile(**{path.stem: path.read_text("utf-8")})
     result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-rs")
-    result.assert_outcomes(passed=29, skipped=2)
-    assert "29 passed, 2 skipped" in GUIDE.read_text("utf-8")
+    result.assert_outcomes(passed=30, skipped=2)
+    assert "30 passed, 2 skipped" in GUIDE.read_text("utf-8")
     skips = [
         parse_skip_reason(line) or {} for line in result.outlines if line.startswith("SKIPPED")
     ]
@@ -62,3 +62,17 @@ def test_the_example_store_bug_the_guide_describes_is_caught(pytester: pytest.Py
     )
     result.assert_outcomes(failed=1)
     assert "Draw 1 (records)" in result.stdout.str()
+
+
+def test_the_example_parser_bug_the_guide_describes_is_caught(pytester: pytest.Pytester) -> None:
+    calculator = (EXAMPLE / "calculator.py").read_text("utf-8")
+    fix = calculator[calculator.index("        except RecursionError:") :]
+    fix = fix[: fix.index("\n        if not isinstance(args, dict)") + 1]
+    pytester.makepyfile(
+        calculator=calculator.replace(fix, ""),
+        test_calculator_conformance=(EXAMPLE / "test_calculator_conformance.py").read_text("utf-8"),
+    )
+    result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-k", "TestCallParser and never_raises")
+    result.assert_outcomes(failed=1)
+    assert "parse() raised RecursionError" in result.stdout.str()
+    assert "parse() raised RecursionError" in GUIDE.read_text("utf-8")
