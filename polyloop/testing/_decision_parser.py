@@ -209,7 +209,11 @@ async def _parse_in_children(
         await _end(children)
     found: list[list[str]] = []
     for seed, child, (out, err) in zip(_SEEDS, children, outputs, strict=True):
-        lines = out.decode("ascii", "replace").splitlines()
+        lines = [
+            line.removeprefix(_parse_child.RESULT)
+            for line in out.decode("ascii", "replace").splitlines()
+            if line.startswith(_parse_child.RESULT)
+        ]
         if child.returncode != 0 or len(lines) != len(replies):
             tail = "\n".join(err.decode("utf-8", "replace").strip().splitlines()[-12:])
             failed = child.returncode == _parse_child.FACTORY_FAILED

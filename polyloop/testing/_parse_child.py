@@ -4,8 +4,10 @@ Run as a script (``python _parse_child.py FACTORY``) with ``PYTHONHASHSEED`` set
 crash probe runs its writer: as a script it imports neither pytest nor Hypothesis (the
 ``polyloop.testing`` package does), so a child starts in a fraction of a second. It builds the
 parser through the implementer's factory, reads a JSON list of replies from stdin, parses each
-and prints one JSON line per reply describing the decision (or the exception). The parent
-compares the lines printed under different hash seeds.
+and prints one ``result <JSON>`` line per reply describing the decision (or the type of the
+exception: ``never_raises`` judges raising, and a message may hold an address). Whatever the
+implementer's code prints goes to stderr. The parent compares the lines printed under
+different hash seeds.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ __all__ = ["describe", "to_wire"]
 
 #: Exit code of a child whose factory cannot be imported, called or used.
 FACTORY_FAILED = 3
+#: The prefix of each result line on stdout.
+RESULT = "result "
 
 
 def to_wire(reply: ModelReply) -> list[Any]:
@@ -42,7 +46,7 @@ def describe(decision: object) -> dict[str, Any]:
         return {"branch": "FinalAnswer", "text": decision.text}
     if isinstance(decision, InvalidDecision):
         return {"branch": "InvalidDecision", "feedback": decision.feedback}
-    return {"branch": type(decision).__qualname__, "repr": repr(decision)}
+    return {"branch": type(decision).__qualname__}  # returns_one_of_three_branches fails it
 
 
 def _build(spec: str) -> Any:
@@ -66,6 +70,7 @@ def _build(spec: str) -> Any:
 
 
 def _main(spec: str) -> None:
+    results, sys.stdout = sys.stdout, sys.stderr  # a print in the implementer's code
     parser = _build(spec)
     replies = json.loads(sys.stdin.buffer.read().decode("ascii"))
     out = []
@@ -73,10 +78,11 @@ def _main(spec: str) -> None:
         reply = ModelReply(text=text, reasoning=reasoning, call_id=call_id, usage=usage)
         try:
             found = describe(parser.parse(reply))
-        except Exception as error:  # the same exception everywhere is deterministic too
-            found = {"raised": type(error).__name__, "message": str(error)}
-        out.append(json.dumps(found, sort_keys=True, ensure_ascii=True, default=repr))
-    sys.stdout.write("\n".join(out) + "\n")
+        except Exception as error:  # the same exception type everywhere is deterministic too
+            found = {"raised": type(error).__name__}
+        out.append(RESULT + json.dumps(found, sort_keys=True, ensure_ascii=True, default=repr))
+    results.write("\n".join(out) + "\n")
+    results.flush()
 
 
 if __name__ == "__main__":

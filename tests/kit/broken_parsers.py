@@ -243,3 +243,11 @@ class ArgumentsFromSortedSets(ArgumentsFromADictOfSets):
     """The correct twin: each set is sorted before it becomes a list."""
 
     sort = True
+
+
+class PrintsWhileParsing(PicksTheFirstDistinct):
+    """Correct, and chatty: prints every reply it parses (the child keeps stdout for itself)."""
+
+    def parse(self, reply: ModelReply) -> ParsedReply:
+        print(f"parsing {len(reply.text)} characters")
+        return super().parse(reply)

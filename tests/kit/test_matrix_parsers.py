@@ -148,6 +148,7 @@ def test_each_broken_parser_fails_its_promises_and_its_correct_twin_keeps_all(
     twins = [twin for pair in pairs for twin in pair]
     if cls == "processes":  # without a factory the old verdict stands: every promise held
         twins += [_without_factory(pair[0]) for pair in pairs]
+        twins.append(Twin("PrintsWhileParsing", "PrintsWhileParsing()", {}, "PrintsWhileParsing"))
     for broken_one, correct in pairs:
         assert broken_one.breaks
         assert not correct.breaks
