@@ -322,7 +322,7 @@ class DecisionParserContract(ContractBase):
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
         for reply in (*_sample_replies(samples), ModelReply(text=""), ModelReply(text="\x00")):
             _parse(decision_parser, reply)
-        for reply in _hard_replies(samples, long=False):  # the long ones: never_raises
+        for reply in _hard_replies(samples):
             _parse(decision_parser, reply)
 
     @bounded_settings(max_examples=30)

@@ -36,23 +36,18 @@ class Twin:
     factory: str | None = None  # a class of broken_parsers the children build
 
 
-def _raising(label: str, impl: str, error: str, *, long_inputs_only: bool = False) -> Twin:
-    # returns_one_of_three_branches parses the short inputs only (never_raises has the long).
+def _raising(label: str, impl: str, error: str) -> Twin:
     names = [*_RAISES, "action_is_serialisable"]
-    if long_inputs_only:
-        names.remove("returns_one_of_three_branches")
     return Twin(label, impl, {name: f"raised {error}" for name in names})
 
 
 INPUTS: tuple[tuple[Twin, Twin], ...] = (
     (
-        _raising("RecursesPerLine", "RecursesPerLine()", "RecursionError", long_inputs_only=True),
+        _raising("RecursesPerLine", "RecursesPerLine()", "RecursionError"),
         Twin("LoopsPerLine", "LoopsPerLine()"),
     ),
     (
-        _raising(
-            "CapsBytesStrictly", "CapsBytesStrictly()", "UnicodeDecodeError", long_inputs_only=True
-        ),
+        _raising("CapsBytesStrictly", "CapsBytesStrictly()", "UnicodeDecodeError"),
         Twin("CapsBytesLeniently", "CapsBytesLeniently()"),
     ),
     (
