@@ -115,8 +115,10 @@ def _source(twin: Twin) -> str:
 
 
 def _problems(twin: Twin, outcomes: dict[tuple[str, str], _sandbox.TestOutcome]) -> list[str]:
-    problems = []
-    for spec in BUILTIN_SUITES["decision_parser"].promises():
+    catalogue = BUILTIN_SUITES["decision_parser"].promises()
+    missing = set(twin.breaks) - {spec.name for spec in catalogue}
+    problems = [f"{twin.label}: the suite has no promise {sorted(missing)}"] if missing else []
+    for spec in catalogue:
         got = outcomes.get((f"Test{twin.label}", spec.test_name))
         if got is None:
             problems.append(f"{twin.label}: {spec.name} did not run")
