@@ -78,6 +78,8 @@ class CallParser:
             return InvalidDecision(
                 feedback=f"The arguments of {tool} are not JSON. {self.feedback}"
             )
+        except RecursionError:  # "[[[[…" deeper than the stack (the kit's deep-nesting input)
+            return InvalidDecision(feedback=f"The arguments are nested too deeply. {self.feedback}")
         if not isinstance(args, dict):
             return InvalidDecision(feedback=f"The arguments must be an object. {self.feedback}")
         try:

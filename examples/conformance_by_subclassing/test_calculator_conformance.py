@@ -53,6 +53,9 @@ class TestCallParser(DecisionParserContract):
             action_reply=ModelReply(text='CALL add {"a": 1, "b": 2}'),
             invalid_reply=ModelReply(text="Let me think about it."),
             final_reply=ModelReply(text="ANSWER 3"),
+            # Optional: how to build the parser in another process. The kit parses the same
+            # replies under different hash seeds there (is_deterministic_across_processes).
+            factory="calculator:CallParser",
         )
 
 

@@ -106,6 +106,8 @@ def json_replies() -> ParserSamples:
         action_reply=ModelReply(text=SCRIPT[0]),
         invalid_reply=ModelReply(text="The answer is probably 42."),
         final_reply=ModelReply(text='{"final_answer": "42"}'),
+        # Built again in child processes for is_deterministic_across_processes.
+        factory="polyloop.parsers:JsonToolCallParser",
     )
 
 

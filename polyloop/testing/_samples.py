@@ -167,16 +167,31 @@ class ParserSamples:
       feedback for the model).
     * ``final_reply`` — a reply it turns into a ``FinalAnswer``; ``None`` if your parser has no
       final-answer form (the final-answer promise is then ``not_applicable``).
+
+    Optional, to have ``is_deterministic_across_processes`` checked:
+
+    * ``factory`` — ``"package.module:callable"``, importable in a child process (it inherits
+      the test process's ``sys.path``); called with no arguments it returns your parser,
+      configured like the one your fixture returns. The suite parses the same replies in child
+      processes started with different ``PYTHONHASHSEED`` values and compares the results.
     """
 
     action_reply: ModelReply
     invalid_reply: ModelReply
     final_reply: ModelReply | None = None
+    factory: str | None = None
 
     def __post_init__(self) -> None:
         _require("ParserSamples", "action_reply", self.action_reply, ModelReply)
         _require("ParserSamples", "invalid_reply", self.invalid_reply, ModelReply)
         _require("ParserSamples", "final_reply", self.final_reply, ModelReply, optional=True)
+        if self.factory is not None and (
+            not isinstance(self.factory, str) or not _FACTORY.match(self.factory)
+        ):
+            raise ValueError(
+                "ParserSamples.factory must name an importable callable as "
+                f"'package.module:callable' (it takes no arguments), got {self.factory!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -34,8 +34,8 @@ def test_the_worked_example_keeps_every_promise_it_claims(pytester: pytest.Pytes
     for path in EXAMPLE.glob("*.py"):
         pytester.makepyfile(**{path.stem: path.read_text("utf-8")})
     result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-rs")
-    result.assert_outcomes(passed=29, skipped=6)
-    assert "29 passed, 6 skipped" in GUIDE.read_text("utf-8")
+    result.assert_outcomes(passed=30, skipped=6)
+    assert "30 passed, 6 skipped" in GUIDE.read_text("utf-8")
     skips = [
         parse_skip_reason(line) or {} for line in result.outlines if line.startswith("SKIPPED")
     ]

@@ -19,6 +19,8 @@ from polyloop.testing import BUILTIN_SUITES
 from tests.kit._sandbox import run_sandbox
 
 OPT_IN: dict[str, frozenset[str]] = {
+    # Its breakers and their twins: test_matrix_parsers.py.
+    "decision_parser": frozenset({"is_deterministic_across_processes"}),
     "run_store": frozenset({"atomic_append", "prefix_durability"}),
     "model_client": frozenset({"failure_is_an_exception"}),
     "action_executor": frozenset(
