@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from polyloop._utf8_json import utf8_json, utf8_text
 from polyloop.report import OUTCOMES, SCHEMA, Key, load_report, outcomes_by_key
 from pytest_polyloop._outcomes import Judgement, PhaseResult, classify, teardown_failure
 
@@ -277,12 +278,15 @@ def check_writable(option: str, value: str | None) -> None:
 def write_json(report: Mapping[str, Any], path: Path) -> None:
     """Write the report as indented JSON (parent directories are created)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    # Valid UTF-8 whatever a test printed or raised: a lone surrogate is written as its escape.
+    text = utf8_json(json.dumps(report, indent=2, ensure_ascii=False))
+    path.write_text(text + "\n", encoding="utf-8")
 
 
 def write_markdown(markdown: str, path: Path | None) -> list[Path]:
     """Write ``markdown`` to ``path`` and append it to ``$GITHUB_STEP_SUMMARY`` when set."""
     written = []
+    markdown = utf8_text(markdown)  # a lone surrogate from a test's output, escaped
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(markdown, encoding="utf-8")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from polyloop._utf8_json import utf8_text
 from polyloop.report import ReportError, render_markdown, render_text
 from pytest_polyloop import _kit
 from pytest_polyloop._collect import Collection
@@ -339,7 +340,7 @@ class ConformanceSession:
         for line in render_text(
             self.report, width if isinstance(width, int) else None
         ).splitlines():
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(utf8_text(line))
         if verdict == "no_implementations" and self.deselected:
             terminalreporter.write_line("")
             terminalreporter.write_line(

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_polyloop import _time_limits, hookspecs
 from pytest_polyloop._conftest_errors import marker_on_fixture_misuse, seam_argument_misuse
+from pytest_polyloop._report_text import escape_surrogates
 from pytest_polyloop._tagging import MARKER_NAME
 
 # The suites live in polyloop.testing; an editable install is not rewritten unless asked,
@@ -162,6 +163,7 @@ def pytest_runtest_makereport(
     timed_out = _time_limits.timed_out_text(item, call.when) if call.excinfo else None
     if timed_out is not None:
         report.longrepr = timed_out
+    escape_surrogates(report)
     return report
 
 
