@@ -79,8 +79,8 @@ MATRIX: dict[str, SeamMatrix] = {
         breakers=(
             _b(
                 "RaisesOnControlCharacters",
-                "never_raises returns_one_of_three_branches",
-                "is_deterministic",
+                "never_raises returns_one_of_three_branches is_deterministic "
+                "action_is_serialisable",
             ),
             _b("NondeterministicFeedback", "is_deterministic"),
             _b(
@@ -92,7 +92,7 @@ MATRIX: dict[str, SeamMatrix] = {
             _b(
                 "FeedbackPatchedToNone",
                 "invalid_reply_gets_feedback returns_one_of_three_branches never_raises "
-                "is_deterministic",
+                "is_deterministic action_is_serialisable",
             ),
             _b(
                 "RecognisesNothing",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from polyloop.testing import parse_skip_reason
+from polyloop.testing import BUILTIN_SUITES, parse_skip_reason
 from tests.kit._sandbox import BARE_SANDBOX_ARGS, HEADER, SANDBOX_ARGS, run_sandbox, subclass_source
 
 EXECUTOR_SAMPLES = ("action_samples", "broken.ACTION_SAMPLES")
@@ -124,7 +124,10 @@ def test_unoverridden_fixtures_say_what_to_override_and_what_to_return(
     assert "DecisionParserContract needs the `parser_samples` fixture" in text
     assert "polyloop.testing.ParserSamples(action_reply=ModelReply(text=...)" in text
     outcomes = result.parseoutcomes()
-    assert outcomes.get("errors", 0) == 9 + 7
+    executor, parser = (
+        len(BUILTIN_SUITES[seam].promises()) for seam in ("action_executor", "decision_parser")
+    )
+    assert outcomes.get("errors", 0) == executor + parser
     assert "passed" not in outcomes
 
 
