@@ -453,3 +453,19 @@ def test_a_report_without_implementations_renders_in_every_view(
     path.write_text(json.dumps(empty), encoding="utf-8")
     assert main(["report", "badge", str(path)]) == 0  # no -o: standard output
     assert json.loads(capsys.readouterr().out)["color"] == "lightgrey"
+
+
+def _luminance(colour: str) -> float:
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_every_cell_colour_has_enough_contrast_for_its_text() -> None:
+    from polyloop._matrix import _COLOURS
+
+    page = render_html(FIXED["every outcome"])
+    for outcome, (background, text) in _COLOURS.items():
+        assert f".o-{outcome}{{background:{background};color:{text}}}" in page
+        light, dark = sorted((_luminance(background), _luminance(text)), reverse=True)
+        assert (light + 0.05) / (dark + 0.05) >= 7, outcome  # WCAG AAA for normal text
