@@ -54,6 +54,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "when that is set)",
     )
     group.addoption(
+        "--polyloop-matrix",
+        action="store_true",
+        default=False,
+        help="with --polyloop-conformance: also print the promise x implementation matrix (a "
+        "glyph per outcome, split into column groups to fit the terminal)",
+    )
+    group.addoption(
+        "--polyloop-job",
+        default=None,
+        metavar="LABEL",
+        help="which CI job or shard this run is (recorded in the report's environment; "
+        "polyloop report merge lists it)",
+    )
+    group.addoption(
         "--polyloop-baseline",
         default=None,
         metavar="OLD.json",
