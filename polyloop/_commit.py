@@ -85,7 +85,7 @@ class Commit:
     sequence: int
     written: tuple[Record, ...]
     cancelled: bool  # a cancellation arrived while it was awaited: re-raise it
-    error: BaseException | None  # the store's, nothing more was written
+    error: BaseException | None  # the store's, nothing more was written (even if cancelled)
     inline: bool  # committed in the caller's task, with no await
 
 
@@ -137,7 +137,7 @@ class Committer:
         else:  # as its own task: further cancellations wait for the commit to land
             task = asyncio.ensure_future(self._write(batch))
             cancelled = await wait_out(task)
-            error = None if cancelled else task.exception()
+            error = None if task.cancelled() else task.exception()
         return Commit(sequence, batch[: self.sequence - sequence], cancelled, error, done)
 
     async def _write(self, batch: tuple[Record, ...]) -> None:

@@ -141,6 +141,13 @@ class _Driver:
         delivery = self.delivery
         events = delivery.events(commit.sequence, commit.written)
         if commit.cancelled or cancelling:
+            if commit.error is not None:  # the CancelledError propagates; the failure is logged
+                _log.error(
+                    "run %s: a commit failed while the run was being cancelled; the log ends "
+                    "before it",
+                    self.run_id,
+                    exc_info=commit.error,
+                )
             for event in events:  # the records are in the log, so their events are owed
                 await delivery.emit_best_effort(event)
             if cancelling:

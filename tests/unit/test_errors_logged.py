@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import stat
@@ -12,7 +13,7 @@ import pytest
 import polyloop
 from polyloop import Record, StopReason
 from polyloop.stores import SQLiteStore
-from tests.unit._doubles import GOAL, FailingStore, act, agent, script
+from tests.unit._doubles import GOAL, FailingStore, GatedModel, act, agent, script
 
 pytestmark = pytest.mark.asyncio
 
@@ -71,5 +72,32 @@ async def test_a_failed_directory_fsync_is_logged(
     assert result.stop_reason is StopReason.STEP_BUDGET  # the store still works
     (line,) = [r for r in caplog.records if r.name == "polyloop"]
     assert str(tmp_path) in line.getMessage()
+    assert line.exc_info is not None
+    assert isinstance(line.exc_info[1], OSError)
+
+
+def _is_finish(sequence: int, record: Record) -> bool:
+    return record.kind == "run_finished"
+
+
+async def test_a_failed_cancelled_finish_is_logged_and_the_cancellation_propagates(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seams = script(act(), act())
+    model = GatedModel(seams.model, at_call=1)
+    store = FailingStore(_is_finish, OSError("disk gone"))
+    run = polyloop.run(
+        agent(), GOAL, store=store, run_id="cancelled-run", **{**seams.kwargs(), "model": model}
+    )
+    with caplog.at_level(logging.ERROR, logger="polyloop"):
+        task = asyncio.ensure_future(run)
+        await model.gate.entered.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    assert (await store.read_log("cancelled-run")).finished is None
+    (line,) = [r for r in caplog.records if r.name == "polyloop"]
+    assert "cancelled-run" in line.getMessage()
     assert line.exc_info is not None
     assert isinstance(line.exc_info[1], OSError)
