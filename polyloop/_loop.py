@@ -135,7 +135,7 @@ class _Driver:
 
         The one protocol of every durable point: never cut in half by cancellation, all or
         nothing. ``cancelling``: we are on the cancellation path already, so a failed commit is
-        dropped and nothing is raised — the ``CancelledError`` being handled must propagate.
+        logged and nothing is raised — the ``CancelledError`` being handled must propagate.
         """
         commit = await self.commits.commit(record)
         delivery = self.delivery
