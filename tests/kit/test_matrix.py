@@ -245,6 +245,26 @@ _extend(
 )
 
 
+# --------------------------------------------------------------------------- issue #24
+# The inline commit (InlineCommitRunStore.commit_now): each breaker keeps append_many correct
+# and breaks commit_now only; DeclinesEveryOtherCommit is the correct twin (tests/kit/
+# broken_inline). Both comparing promises compare with a twin run, so a reordered batch shows
+# in both.
+_INLINE_DECLINES = "inline_commit_declines_without_effect"
+_INLINE_ATOMIC = "inline_commit_is_atomic_fenced_and_durable"
+_INLINE_MATCHES = "inline_commit_matches_append_many"
+_extend(
+    "run_store",
+    _b("DeclinesEveryOtherCommit", ""),
+    _b("DeclinesAfterWriting", f"{_INLINE_DECLINES} {_INLINE_ATOMIC} {_INLINE_MATCHES}"),
+    _b("InlineCommitUntilTheBadRecord", _INLINE_ATOMIC),
+    _b("InlineCommitUnfenced", _INLINE_ATOMIC),
+    # Its next call writes what it held, and the awaited twin's commit is such a call.
+    _b("CommitsNowButWritesLater", _INLINE_ATOMIC),
+    _b("InlineCommitBackwards", f"{_INLINE_ATOMIC} {_INLINE_MATCHES}"),
+)
+
+
 def _impl_expr(seam: str, impl: str) -> str:
     return "broken.MemoryStore()" if impl == "MemoryStore" else f"broken.{impl}()"
 
