@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
 from polyloop._closing import AsyncClosing
+from polyloop._timeout import checked_timeout_s, shown_timeout
 from polyloop.executors._observation_cap import checked_max_observation_chars
 from polyloop.executors._tool import _shown, invalid_arguments, truncate_observation, unknown_tool
 from polyloop.tools import Tool, ToolRegistry
@@ -44,14 +45,6 @@ def _require_sdk() -> None:
         raise ImportError(_INSTALL_HINT) from exc
 
 
-def _positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{name} must be a number > 0, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return float(value)
-
-
 def _describe(exc: BaseException) -> str:
     """``"ExcType: message"`` of the first leaf of an exception (group)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -68,7 +61,9 @@ class _Connection:
     loop.
     """
 
-    def __init__(self, server: object, *, read_timeout_s: float, open_timeout_s: float) -> None:
+    def __init__(
+        self, server: object, *, read_timeout_s: float | None, open_timeout_s: float | None
+    ) -> None:
         self._server = server
         self._read_timeout_s = read_timeout_s
         self._open_timeout_s = open_timeout_s
@@ -103,11 +98,13 @@ class _Connection:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
         if not self._stopping:  # else stop() came before the loop existed: never connect
             with anyio.CancelScope() as scope:
-                scope.deadline = anyio.current_time() + self._open_timeout_s
+                if self._open_timeout_s is not None:
+                    scope.deadline = anyio.current_time() + self._open_timeout_s
                 self._opening = scope
                 await self._own()
             if scope.cancelled_caught and not self._stop.is_set():
-                self._fail_open(TimeoutError(f"no answer within {self._open_timeout_s:g} s"))
+                waited = shown_timeout(self._open_timeout_s)
+                self._fail_open(TimeoutError(f"no answer within {waited} s"))
         self._fail_open(ConnectionError("the executor was closed while it was opening"))
         if not self._stopping:  # until aclose(), calls get "connection closed" from _call
             await self._stop.wait()
@@ -266,8 +263,8 @@ def _outcome(status: ActionStatus, text: str, limit: int | None) -> ActionOutcom
 class _Options(TypedDict, total=False):
     """The keyword options ``stdio()`` and ``http()`` pass on to the constructor unchanged."""
 
-    read_timeout_s: float
-    open_timeout_s: float
+    read_timeout_s: float | None
+    open_timeout_s: float | None
     max_observation_chars: int | None
 
 
@@ -303,14 +300,14 @@ class MCPExecutor(AsyncClosing):
         self,
         server: object,
         *,
-        read_timeout_s: float = 60.0,
-        open_timeout_s: float = 30.0,
+        read_timeout_s: float | None = 60.0,
+        open_timeout_s: float | None = 30.0,
         max_observation_chars: int | None = 100_000,
     ) -> None:
         _require_sdk()
         self.server = server
-        self.read_timeout_s = _positive("read_timeout_s", read_timeout_s)
-        self.open_timeout_s = _positive("open_timeout_s", open_timeout_s)
+        self.read_timeout_s = checked_timeout_s("read_timeout_s", read_timeout_s)
+        self.open_timeout_s = checked_timeout_s("open_timeout_s", open_timeout_s)
         self.max_observation_chars = checked_max_observation_chars(max_observation_chars)
         self._connection: _Connection | None = None
         self._closed = False
