@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
 from polyloop._closing import AsyncClosing
+from polyloop._exception_text import exception_text
 from polyloop._timeout import checked_timeout_s, shown_timeout
 from polyloop.executors._observation_cap import checked_max_observation_chars
 from polyloop.executors._tool import _shown, invalid_arguments, truncate_observation, unknown_tool
@@ -43,14 +44,6 @@ def _require_sdk() -> None:
         import mcp  # noqa: F401
     except ImportError as exc:
         raise ImportError(_INSTALL_HINT) from exc
-
-
-def _describe(exc: BaseException) -> str:
-    """``"ExcType: message"`` of the first leaf of an exception (group)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    message = str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 class _Connection:
@@ -126,7 +119,7 @@ class _Connection:
                 self._ready.set_result(tools)
                 await self._stop.wait()
         except Exception as exc:  # the transport failed: open() raises it, or calls report it
-            self._lost = _describe(exc)
+            self._lost = exception_text(exc)
             self._fail_open(exc)
             _LOGGER.debug("MCP connection ended: %s", self._lost, exc_info=True)
         finally:
@@ -232,7 +225,7 @@ def _error_status(exc: Exception) -> tuple[ActionStatus, str]:
     from mcp import MCPError
 
     if not isinstance(exc, MCPError):  # transport failures, a result the SDK could not decode
-        return ActionStatus.ENV_ERROR, _describe(exc)
+        return ActionStatus.ENV_ERROR, exception_text(exc)
     if exc.code in (_INVALID_PARAMS, _METHOD_NOT_FOUND):
         return ActionStatus.NOT_EXECUTED, f"the server refused the call ({exc.code}): {exc}"
     if exc.code == _CONNECTION_CLOSED:
@@ -376,7 +369,9 @@ class MCPExecutor(AsyncClosing):
         try:
             tools = await connection.open()
         except Exception as exc:
-            raise ConnectionError(f"could not open MCP server {self}: {_describe(exc)}") from exc
+            raise ConnectionError(
+                f"could not open MCP server {self}: {exception_text(exc)}"
+            ) from exc
         try:
             self._registry = _registry(tools)
         except BaseException:

@@ -13,6 +13,7 @@ from functools import partial
 
 import pytest
 
+from polyloop._exception_text import exception_text
 from polyloop.ports import ActionExecutor
 from polyloop.testing._base import (
     ContractBase,
@@ -24,7 +25,7 @@ from polyloop.testing._base import (
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
 from polyloop.testing._samples import ActionSamples
-from polyloop.testing._shapes import action_outcome_problems, short
+from polyloop.testing._shapes import SHORT, action_outcome_problems, short
 from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
 from polyloop.types import ActionOutcome, ActionStatus
 
@@ -277,7 +278,7 @@ class ActionExecutorContract(ContractBase):
         except Exception as error:
             pytest.fail(
                 "after action_samples.break_environment, execute() raised "
-                f"{type(error).__name__}: {short(str(error))} — a broken environment must be "
+                f"{exception_text(error, limit=SHORT)} — a broken environment must be "
                 "returned as ActionOutcome(status=env_error)",
                 pytrace=False,
             )

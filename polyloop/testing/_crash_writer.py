@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from polyloop._exception_text import exception_text
 from polyloop.types import Action, ActionIntent, ModelCallIntent, Record, RunStarted
 
 __all__ = [
@@ -64,7 +65,7 @@ def load_factory(spec: str) -> Callable[[Path], Any]:
     except Exception as error:
         raise FactoryError(
             f"store factory {spec!r}: cannot import module {module_name!r} "
-            f"({type(error).__name__}: {error})"
+            f"({exception_text(error)})"
         ) from error
     for part in attribute.split("."):
         try:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polyloop._exception_text import exception_text
 from polyloop.testing import _crash_writer
 from polyloop.testing._crash_writer import close_store, open_store, planned_calls, planned_records
 from polyloop.testing._run_ids import fresh_run_ids
@@ -178,7 +179,7 @@ async def _check_round(
         try:
             log = tuple((await store.read_log(run_id)).records)
         except Exception as error:
-            problem = f"{at}: read_log({run_id!r}) raised {type(error).__name__}: {error}"
+            problem = f"{at}: read_log({run_id!r}) raised {exception_text(error)}"
             findings.atomicity.append(problem + " (a partial record?)")
             findings.durability.append(problem)
             continue
@@ -247,7 +248,7 @@ async def _append_next(
     except Exception as error:
         findings.atomicity.append(
             f"{at}: the next append to run {run_id} at sequence {len(log)} raised "
-            f"{type(error).__name__}: {error}"
+            f"{exception_text(error)}"
         )
         return
     if tuple(after) != (*log, record):
@@ -295,7 +296,7 @@ async def run_crash_probe(factory: str, directory: Path) -> CrashFindings:
             try:
                 opened.append(await open_store(open_factory, directory))
             except Exception as error:  # e.g. StoreCorrupted: the kill broke the whole store
-                problem = f"{at}: reopening the store raised {type(error).__name__}: {error}"
+                problem = f"{at}: reopening the store raised {exception_text(error)}"
                 findings.atomicity.append(problem)
                 findings.durability.append(problem)
                 raise _Abandon from error

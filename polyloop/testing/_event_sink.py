@@ -19,6 +19,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from polyloop._exception_text import exception_text
 from polyloop.ports import EventSink
 from polyloop.testing import strategies as pst
 from polyloop.testing._base import (
@@ -31,7 +32,7 @@ from polyloop.testing._base import (
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
 from polyloop.testing._samples import EventSinkSamples
-from polyloop.testing._shapes import mismatch, short
+from polyloop.testing._shapes import SHORT, mismatch, short
 from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
 from polyloop.types import (
     Action,
@@ -321,7 +322,7 @@ class EventSinkContract(ContractBase):
         failures = [r for r in results if isinstance(r, BaseException)]
         assert not failures, (
             f"{len(failures)} of {len(events)} concurrent emits failed; first: "
-            f"{type(failures[0]).__name__}: {short(str(failures[0]))}"
+            f"{exception_text(failures[0], limit=SHORT)}"
         )
 
     async def test_cancellation_propagates(self, event_sink: EventSink) -> None:
@@ -372,7 +373,7 @@ class EventSinkContract(ContractBase):
         failures = [r for r in results if isinstance(r, BaseException)]
         assert not failures, (
             f"{len(failures)} of {len(events)} concurrent emits raised (not delivered); first: "
-            f"{type(failures[0]).__name__}: {short(str(failures[0]))}"
+            f"{exception_text(failures[0], limit=SHORT)}"
         )
         async with asyncio.timeout(_DELIVERY_TIMEOUT_S):
             got: object = await read_back(event_sink)

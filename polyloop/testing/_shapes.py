@@ -29,7 +29,11 @@ from polyloop.types import (
 _MISSING = object()
 
 
-def short(value: object, limit: int = 160) -> str:
+#: How long a value or an exception quoted in a failure message may be.
+SHORT = 160
+
+
+def short(value: object, limit: int = SHORT) -> str:
     """``repr`` cut to ``limit`` characters, so a huge input does not flood a failure message."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"

@@ -27,10 +27,11 @@ from typing import Any, TypeVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from polyloop._exception_text import exception_text
 from polyloop.ports import RunStore
 from polyloop.stores import MemoryStore
 from polyloop.testing._run_ids import fresh_run_ids
-from polyloop.testing._shapes import mismatch, run_log_problems, short
+from polyloop.testing._shapes import SHORT, mismatch, run_log_problems, short
 from polyloop.testing.strategies import record_texts
 from polyloop.types import (
     Action,
@@ -99,7 +100,7 @@ def _record(run: int, run_id: str, kind: str, step: int, text: str = TEXT) -> Re
 
 def _describe(answer: object) -> str:
     if isinstance(answer, BaseException):
-        return f"raised {type(answer).__name__}: {short(str(answer))}"
+        return f"raised {exception_text(answer, limit=SHORT)}"
     return "accepted it"
 
 

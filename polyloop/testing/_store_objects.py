@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from polyloop._exception_text import exception_text
 from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
 from polyloop.testing._base import require_samples
 from polyloop.testing._crash_writer import FactoryError, close_store, load_factory, open_store
@@ -110,7 +111,7 @@ async def _expect(
         if error is None or not isinstance(raised, error):
             wanted = "to be accepted" if error is None else f"to raise {error.__name__}"
             pytest.fail(
-                f"{call} raised {type(raised).__name__}: {raised}, but {story}, so it had "
+                f"{call} raised {exception_text(raised)}, but {story}, so it had "
                 f"{wanted} (three objects were opened through the factory on the same data)",
                 pytrace=False,
             )
