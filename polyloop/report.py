@@ -22,6 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from polyloop._shown import shown
+
 __all__ = [
     "DELIBERATE",
     "OUTCOMES",
@@ -128,8 +130,7 @@ def _shown(value: object) -> str:
     """``repr`` of a value read from a file, short and printable whatever it holds."""
     if not isinstance(value, str | int | float | bool | type(None)):
         return type(value).__name__
-    text = repr(value).encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
-    return text if len(text) <= 80 else text[:77] + "..."
+    return shown(value, 80)
 
 
 def _unprintable(data: object) -> str | None:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
+from polyloop._canonical_json import canonical_json
 from polyloop._utf8_json import utf8_json
 from polyloop.tools import ToolRegistry
 
@@ -77,13 +78,6 @@ def nested_deeper_than(value: object, limit: int) -> bool:
             return True
         pending.extend((child, depth + 1) for child in children)
     return False
-
-
-def canonical_json(value: object) -> str:
-    """The one JSON encoding polyloop uses for records, ``tool_args_json`` and hashes."""
-    return json.dumps(
-        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
 
 
 def is_usage_number(value: object) -> bool:

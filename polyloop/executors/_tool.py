@@ -9,6 +9,7 @@ from typing import Any
 
 from polyloop._exception_text import exception_message, exception_text
 from polyloop._schema import validate
+from polyloop._shown import shown
 from polyloop.executors._observation_cap import checked_max_observation_chars
 from polyloop.tools import Tool, ToolEnvironmentError, ToolRegistry
 from polyloop.types import Action, ActionOutcome, ActionStatus, canonical_json
@@ -19,9 +20,7 @@ _NAME_SHOWN = 80  # a tool name quoted in an observation is cut here: the name i
 
 
 def _shown(name: str) -> str:
-    if len(name) <= _NAME_SHOWN:
-        return repr(name)
-    return repr(name[:_NAME_SHOWN]) + f"… ({len(name)} characters)"
+    return shown(name, _NAME_SHOWN)
 
 
 def truncate_observation(observation: str, limit: int | None) -> tuple[str, int]:

@@ -15,6 +15,7 @@ import enum
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from polyloop._shown import shown
 from polyloop.types import (
     Action,
     ActionOutcome,
@@ -35,8 +36,7 @@ SHORT = 160
 
 def short(value: object, limit: int = SHORT) -> str:
     """``repr`` cut to ``limit`` characters, so a huge input does not flood a failure message."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+    return shown(value, limit)
 
 
 def _is_str(v: object) -> bool:
