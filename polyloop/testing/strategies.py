@@ -25,12 +25,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-import string
 from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
 
+from polyloop._run_id import MAX_RUN_ID, RUN_ID_FIRST, RUN_ID_REST
 from polyloop.tools import Tool, ToolRegistry
 from polyloop.types import (
     Action,
@@ -256,18 +256,14 @@ def timestamps() -> st.SearchStrategy[str]:
     ).map(lambda d: d.replace(tzinfo=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"))
 
 
-_RUN_ID_HEAD = string.ascii_letters + string.digits
-_RUN_ID_TAIL = _RUN_ID_HEAD + "._-"
-
-
 def run_ids() -> st.SearchStrategy[str]:
     """Valid run ids: ``[A-Za-z0-9][A-Za-z0-9._-]{0,127}``, including the 1- and 128-char edges."""
     return st.builds(
         lambda head, tail: head + tail,
-        st.sampled_from(_RUN_ID_HEAD),
+        st.sampled_from(RUN_ID_FIRST),
         st.one_of(
-            st.text(st.sampled_from(_RUN_ID_TAIL), max_size=20),
-            st.text(st.sampled_from(_RUN_ID_TAIL), min_size=127, max_size=127),
+            st.text(st.sampled_from(RUN_ID_REST), max_size=20),
+            st.text(st.sampled_from(RUN_ID_REST), min_size=MAX_RUN_ID - 1, max_size=MAX_RUN_ID - 1),
         ),
     )
 
