@@ -25,8 +25,9 @@ from polyloop._exception_text import exception_text
 from polyloop.testing import _crash_writer
 from polyloop.testing._crash_writer import close_store, open_store, planned_calls, planned_records
 from polyloop.testing._run_ids import fresh_run_ids
+from polyloop.testing._sample_records import started
 from polyloop.testing._shapes import mismatch
-from polyloop.types import Action, ActionIntent, ModelCallIntent, Record, RunStarted
+from polyloop.types import Action, ActionIntent, ModelCallIntent, Record
 
 __all__ = ["CrashFindings", "crash_findings", "reopen_problems", "run_crash_probe"]
 
@@ -234,12 +235,8 @@ async def _append_next(
     record: Record = (
         ModelCallIntent(step_index=999, prompt_chars=1)
         if log
-        else RunStarted(
-            run_id=run_id,
-            goal="after the crash",
-            parameters={},
-            parameters_hash="sha256:" + "1" * 64,
-            started_at="2026-01-01T00:00:02.000Z",
+        else started(
+            run_id, "after the crash", parameters={}, started_at="2026-01-01T00:00:02.000Z"
         )
     )
     try:

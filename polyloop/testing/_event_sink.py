@@ -31,6 +31,7 @@ from polyloop.testing._base import (
     unverifiable_promise,
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
+from polyloop.testing._sample_records import started
 from polyloop.testing._samples import EventSinkSamples
 from polyloop.testing._shapes import SHORT, mismatch, short
 from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
@@ -303,13 +304,7 @@ class EventSinkContract(ContractBase):
             Event(
                 run_id=run_id,
                 sequence=index,
-                record=RunStarted(
-                    run_id=run_id,
-                    goal=f"goal {index}",
-                    parameters={},
-                    parameters_hash="sha256:" + "0" * 64,
-                    started_at="2026-01-01T00:00:00.000Z",
-                )
+                record=started(run_id, f"goal {index}", parameters={})
                 if index == 0
                 else ModelCallIntent(step_index=index, prompt_chars=index * 10),
             )

@@ -39,6 +39,8 @@ from polyloop.testing._base import (
 from polyloop.testing._crash_writer import FactoryError, load_factory
 from polyloop.testing._durability import CrashFindings, crash_findings, reopen_problems
 from polyloop.testing._run_ids import fresh_run_id, fresh_run_ids, unique_run_id
+from polyloop.testing._sample_records import finished as _finished
+from polyloop.testing._sample_records import started as _started
 from polyloop.testing._samples import StoreSamples
 from polyloop.testing._shapes import mismatch, run_log_problems, short
 from polyloop.testing._skips import not_applicable, unverifiable
@@ -57,10 +59,8 @@ from polyloop.types import (
     ModelReplied,
     ModelReply,
     Record,
-    RunFinished,
     RunLog,
     RunStarted,
-    StopReason,
 )
 
 __all__ = ["RunStoreContract"]
@@ -112,25 +112,6 @@ _BATCH_PROGRAMS = st.builds(
     st.sets(st.integers(min_value=1, max_value=13), max_size=5),
     st.booleans(),
 )
-
-
-def _started(run_id: str, goal: str = "contract goal") -> RunStarted:
-    return RunStarted(
-        run_id=run_id,
-        goal=goal,
-        parameters={"system_prompt": "contract"},
-        parameters_hash="sha256:" + "0" * 64,
-        started_at="2026-01-01T00:00:00.000Z",
-    )
-
-
-def _finished() -> RunFinished:
-    return RunFinished(
-        stop_reason=StopReason.AGENT_FINISHED,
-        final_answer="done",
-        executed_actions=0,
-        finished_at="2026-01-01T00:00:01.000Z",
-    )
 
 
 def _check_store(store: object) -> None:

@@ -21,6 +21,7 @@ import pytest
 
 from polyloop._exception_text import exception_text
 from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
+from polyloop.testing import _sample_records
 from polyloop.testing._base import require_samples
 from polyloop.testing._crash_writer import FactoryError, close_store, load_factory, open_store
 from polyloop.testing._run_ids import fresh_run_ids
@@ -33,7 +34,6 @@ from polyloop.types import (
     Record,
     RunFinished,
     RunStarted,
-    StopReason,
 )
 
 __all__ = [
@@ -75,22 +75,11 @@ async def store_objects(samples: object) -> AsyncIterator[list[Any]]:
 
 
 def _started(run_id: str) -> RunStarted:
-    return RunStarted(
-        run_id=run_id,
-        goal="shared by store objects",
-        parameters={"system_prompt": "contract"},
-        parameters_hash="sha256:" + "2" * 64,
-        started_at="2026-01-01T00:00:00.000Z",
-    )
+    return _sample_records.started(run_id, "shared by store objects")
 
 
 def _finished() -> RunFinished:
-    return RunFinished(
-        stop_reason=StopReason.AGENT_FINISHED,
-        final_answer="done by another object",
-        executed_actions=0,
-        finished_at="2026-01-01T00:00:01.000Z",
-    )
+    return _sample_records.finished("done by another object")
 
 
 async def _expect(
