@@ -46,11 +46,11 @@ from polyloop.testing._shapes import mismatch, run_log_problems, short
 from polyloop.testing._skips import not_applicable, unverifiable
 from polyloop.testing._stateful import StoreComparison, lifecycle_programs
 from polyloop.testing._store_objects import (
+    across_objects,
     exclusive_start_across_objects,
     fence_across_objects,
     finish_across_objects,
     listing_across_objects,
-    store_objects,
 )
 from polyloop.types import (
     Action,
@@ -402,9 +402,7 @@ class RunStoreContract(ContractBase):
                 before.records,
                 f"a refused start changed a {what} log",
             )
-        async with store_objects(store_samples) as objects:
-            if objects:
-                await exclusive_start_across_objects(objects)
+        await across_objects(store_samples, exclusive_start_across_objects)
 
     async def test_finished_run_rejects_records(
         self, run_store: RunStore, store_samples: object
@@ -430,9 +428,7 @@ class RunStoreContract(ContractBase):
             with pytest.raises(RunAlreadyFinished):
                 await run_store.append(run_id, record, sequence=sequence)
         _assert_log_is(await _read(run_store, run_id), records, "a refused append changed the log")
-        async with store_objects(store_samples) as objects:
-            if objects:
-                await finish_across_objects(objects)
+        await across_objects(store_samples, finish_across_objects)
 
     async def test_rejects_out_of_order_sequence(
         self, run_store: RunStore, store_samples: object
@@ -468,9 +464,7 @@ class RunStoreContract(ContractBase):
             [*records, stale],
             "the append at the right sequence after refused ones",
         )
-        async with store_objects(store_samples) as objects:
-            if objects:
-                await fence_across_objects(objects)
+        await across_objects(store_samples, fence_across_objects)
 
     async def test_lists_its_runs(self, run_store: RunStore, store_samples: object) -> None:
         """``run_ids()`` returns a list of str that includes a run once its start was appended.
@@ -496,9 +490,7 @@ class RunStoreContract(ContractBase):
         assert after.count(run_id) == 1, (
             f"run_ids() lists the new run {after.count(run_id)} times after its start was appended"
         )
-        async with store_objects(store_samples) as objects:
-            if objects:
-                await listing_across_objects(objects)
+        await across_objects(store_samples, listing_across_objects)
 
     async def test_batch_is_atomic(self, run_store: RunStore) -> None:
         """``append_many`` writes all of its records or none: a batch whose k-th record breaks

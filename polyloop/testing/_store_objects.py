@@ -12,7 +12,7 @@ on one fresh location and interleave their calls: each object first reads what i
 from __future__ import annotations
 
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from polyloop.types import (
 )
 
 __all__ = [
+    "across_objects",
     "exclusive_start_across_objects",
     "fence_across_objects",
     "finish_across_objects",
@@ -72,6 +73,14 @@ async def store_objects(samples: object) -> AsyncIterator[list[Any]]:
         finally:
             for store in opened:
                 await close_store(store)
+
+
+async def across_objects(samples: object, check: Callable[[list[Any]], Awaitable[None]]) -> None:
+    """``check`` on three store objects on one fresh location when the samples name a factory;
+    nothing otherwise (the single-object checks are all there is)."""
+    async with store_objects(samples) as objects:
+        if objects:
+            await check(objects)
 
 
 def _started(run_id: str) -> RunStarted:
