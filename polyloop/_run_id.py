@@ -6,6 +6,7 @@ import re
 import string
 import uuid
 
+from polyloop._shown import shown
 from polyloop.errors import InvalidRunId
 
 __all__ = [
@@ -36,9 +37,12 @@ def validate_run_id(run_id: object) -> str:
     if not isinstance(run_id, str):
         raise InvalidRunId(f"run id must be a str, got {type(run_id).__name__}")
     if _RUN_ID.fullmatch(run_id) is None:
-        shown = run_id if len(run_id) <= 40 else run_id[:40] + "…"
+        # a long id is cut by shown(), which says its length itself
+        length = (
+            "" if len(run_id) > 40 else f" ({len(run_id)} char{'' if len(run_id) == 1 else 's'})"
+        )
         raise InvalidRunId(
-            f"invalid run id {shown!r} ({len(run_id)} char{'' if len(run_id) == 1 else 's'}): "
+            f"invalid run id {shown(run_id, 40)}{length}: "
             "a run id is 1-128 characters of "
             "[A-Za-z0-9._-] starting with a letter or digit"
         )
