@@ -1,46 +1,47 @@
-"""run() and resume(): records, events, cancellation and the shielded appends.
+"""run() and resume(): the steps of a run, in the order the stopping rules read them.
 
 Every side effect is preceded by a durable intent record; every appended record is then
-emitted as an event. The stop decisions themselves live in :mod:`polyloop._stopping`.
+emitted as an event. Three concerns live in their own modules: committing records (strategies,
+the cancellation protocol: :mod:`polyloop._commit`), delivering events (best effort, failures
+counted: :mod:`polyloop._delivery`) and the stop decisions (:mod:`polyloop._stopping`).
 
-Cancellation can arrive at every ``await`` below: reading the log, each append, each emit, the
+Cancellation can arrive at every ``await`` below: reading the log, each commit, each emit, the
 model call and the action. Wherever it arrives, ``CancelledError`` is re-raised; before that, if
-the run was started and not yet finished, one ``RunFinished(cancelled)`` is appended. An append
-in flight is never cut in half: it runs as its own task and cancellation waits for it, or, on
-the bundled stores when nothing can make it wait, synchronously (no await to cut it at).
+the run was started and not yet finished, one ``RunFinished(cancelled)`` is appended. A commit
+in flight is never cut in half (:mod:`polyloop._commit`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from polyloop import _history, _stopping
+from polyloop._commit import Committer
+from polyloop._delivery import Delivery
+from polyloop._exception_text import exception_text
 from polyloop._run_id import new_run_id, validate_run_id
 from polyloop.errors import ParametersChanged, RunAlreadyExists, RunNotFound, StoreCorrupted
 from polyloop.events import NullSink
 from polyloop.ports import (
     ActionExecutor,
-    BatchRunStore,
     DecisionParser,
     EventSink,
     ModelClient,
     RunStore,
 )
-from polyloop.stores import MemoryStore, SQLiteStore
+from polyloop.stores import MemoryStore
 from polyloop.types import (
     Action,
     ActionIntent,
     ActionOutcome,
     ActionStatus,
     AgentDefinition,
-    Event,
     FinalAnswer,
     InvalidDecision,
     Message,
@@ -67,24 +68,6 @@ def utc_timestamp() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-async def _wait_out(task: asyncio.Future[None]) -> bool:
-    """Wait until ``task`` is done even if we are cancelled meanwhile.
-
-    Returns whether a cancellation arrived (or the task itself was cancelled); the caller
-    re-raises it once it has looked at the task's result. This is how an append is never cut in
-    half: it runs as its own task and a cancellation waits for it instead of interrupting it.
-    """
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            cancelled = True
-        except BaseException:  # the task failed; the caller reads task.exception()
-            break
-    return cancelled or task.cancelled()
-
-
 # What a step records of a model that raised: no text, no reasoning, no call id (SPEC §2).
 _NOTHING_SAID = ModelReply(text="")
 
@@ -99,6 +82,18 @@ def _observed(outcome: ActionOutcome | None, synthetic: str | None) -> tuple[str
     return outcome.observation, outcome.observation_is_synthetic, truncated
 
 
+def _action_fields(action: Action | None) -> dict[str, Any]:
+    """A step record's fields that describe its action (all ``None`` without one)."""
+    if action is None:
+        return {"action": None, "tool_name": None, "tool_args_json": None}
+    args = action.tool_args
+    return {
+        "action": action.text,
+        "tool_name": action.tool_name,
+        "tool_args_json": canonical_json(dict(args)) if args is not None else None,
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class _Seams:
     """The five seams one call of run() or resume() drives."""
@@ -111,157 +106,73 @@ class _Seams:
 
 
 class _Driver:
-    """One call of run() or resume(): the run's state plus the seams."""
+    """One call of run() or resume(): the run's state, its commits, its events, its steps."""
 
     def __init__(self, run_id: str, agent: AgentDefinition, goal: str, seams: _Seams) -> None:
         self.run_id = run_id
         self.agent = agent
         self.seams = seams
-        self.sequence = 0  # the next record's index in the log
-        self.started = False
-        self.finished = False
+        self.commits = Committer(run_id, seams.store)
+        self.delivery = Delivery(run_id, seams.events)
         self.steps: list[StepRecord] = []
         self.history: list[Message] = _history.opening(agent, goal)
         # A running total, so B costs the same at step 8000 as at step 1 (never a re-sum).
         self.history_chars = _history.prompt_chars(self.history)
         self.counters = _stopping.Counters()
         self.final_answer: str | None = None
-        self.event_delivery_failures = 0
         # step_wall_ms: time spent in this step's model, parser and executor — not in the
         # store or the sink (SPEC §2), so a slow sink cannot make a step look slow.
         self.seam_seconds = 0.0
-        self.pending: list[Record] = []  # held for the next commit (see append)
-        # Once per run: a runtime Protocol check walks the class's attributes every time.
-        store = seams.store
-        self.batch_store = store if isinstance(store, BatchRunStore) else None
-        # A commit with no task, no shield and no event-loop turns (the loop's largest own cost
-        # per commit, docs/design/0003): only these exact types, whose commit_now is their
-        # append_many's own commit, so a subclass's append_many is never bypassed; any other
-        # store's coroutine runs as a task, where asyncio.timeout, TaskGroup and anyio cancel
-        # scopes bind to the task that runs them.
-        self.commit_now: Callable[[str, tuple[Record, ...], int], bool] | None = None
-        if type(store) is SQLiteStore or type(store) is MemoryStore:
-            self.commit_now = store._commit_now
-
-    @classmethod
-    def from_log(
-        cls, run_id: str, agent: AgentDefinition, started: RunStarted, log: RunLog, seams: _Seams
-    ) -> _Driver:
-        """A driver that continues run ``run_id``'s ``log`` (begun by ``started``) at its end.
-
-        Its logged steps are not folded in yet: :meth:`absorb` each, deciding as it goes.
-        """
-        driver = cls(run_id, agent, started.goal, seams)
-        driver.started = True
-        driver.sequence = len(log.records)
-        return driver
 
     # ------------------------------------------------------------------ records and events
 
     def defer(self, record: Record) -> None:
         """Hold a record no side effect waits for; it rides in the next commit."""
-        self.pending.append(record)
+        self.commits.defer(record)
 
     async def append(self, record: Record, *, cancelling: bool = False) -> None:
         """Commit the held records and ``record`` durably as one batch, then emit their events.
 
         The one protocol of every durable point: never cut in half by cancellation, all or
         nothing. ``cancelling``: we are on the cancellation path already, so a failed commit is
-        dropped and nothing is raised — the ``CancelledError`` being handled must propagate.
+        logged and nothing is raised — the ``CancelledError`` being handled must propagate.
         """
-        batch, self.pending = (*self.pending, record), []
-        sequence = self.sequence
-        error: BaseException | None = None
-        try:  # a bundled store commits right here when nothing can make it wait
-            done = self.commit_now is not None and self.commit_now(self.run_id, batch, sequence)
-        except Exception as exc:  # from the store, nothing written: as a failed task would be
-            done, error = True, exc
-        if done:
-            cancelled = False
-            if error is None:
-                for r in batch:
-                    self._appended(r)
-        else:  # as its own task: further cancellations wait for the commit to land
-            task = asyncio.ensure_future(self._write(batch))
-            cancelled = await _wait_out(task)
-            error = None if cancelled else task.exception()
-        written = batch[: self.sequence - sequence]
-        events = [
-            Event(run_id=self.run_id, sequence=sequence + n, record=r)
-            for n, r in enumerate(written)
-        ]
-        if cancelled or cancelling:
-            if written:  # the records are in the log, so their events are owed (best effort)
-                for event in events:
-                    await self.emit_best_effort(event)
+        commit = await self.commits.commit(record)
+        delivery = self.delivery
+        events = delivery.events(commit.sequence, commit.written)
+        if commit.cancelled or cancelling:
+            if commit.error is not None:  # the CancelledError propagates; the failure is logged
+                _log.error(
+                    "run %s: a commit failed while the run was being cancelled; the log ends "
+                    "before it",
+                    self.run_id,
+                    exc_info=commit.error,
+                )
+            for event in events:  # the records are in the log, so their events are owed
+                await delivery.emit_best_effort(event)
             if cancelling:
                 return
             raise asyncio.CancelledError
         for event in events:  # a store without append_many may have written part of it
-            await self.emit(event)
-        if error is not None:  # from the store: it propagates and nothing more is written
-            raise error
-        if done:  # store, model and executor may all answer without suspending: a run still
-            await asyncio.sleep(0)  # lets the rest of the event loop in once a commit
+            await delivery.emit(event)
+        if commit.error is not None:  # from the store: it propagates and nothing more is written
+            raise commit.error
+        if commit.inline:  # store, model and executor may all answer without suspending: a run
+            await asyncio.sleep(0)  # still lets the rest of the event loop in once a commit
 
     async def flush(self) -> None:
         """Commit the held records, if any (an exception is leaving ``run()``)."""
-        if self.pending:
-            *held, last = self.pending
-            self.pending = held
+        last = self.commits.take_held()
+        if last is not None:
             await self.append(last)
-
-    async def _write(self, batch: tuple[Record, ...]) -> None:
-        """One durable point: the whole batch in one commit when the store can, else in order."""
-        store = self.seams.store
-        if self.batch_store is not None:
-            await self.batch_store.append_many(self.run_id, batch, sequence=self.sequence)
-            for record in batch:
-                self._appended(record)
-            return
-        for record in batch:  # a store without append_many: one commit per record
-            await store.append(self.run_id, record, sequence=self.sequence)
-            self._appended(record)
-
-    def _appended(self, record: Record) -> None:
-        self.sequence += 1
-        if isinstance(record, RunStarted):
-            self.started = True
-        if isinstance(record, RunFinished):
-            self.finished = True
-
-    async def emit(self, event: Event) -> None:
-        try:
-            await self.seams.events.emit(event)
-        except Exception:  # a delivery failure never interrupts the run; CancelledError passes
-            self._delivery_failed(event)
-
-    def _delivery_failed(self, event: Event) -> None:
-        """Count a failed delivery; the first of a run is logged with its exception."""
-        if self.event_delivery_failures == 0:
-            _log.warning(
-                "run %s: delivering event %d (%s) failed; later failures of this run are "
-                "only counted (RunResult.event_delivery_failures)",
-                self.run_id,
-                event.sequence,
-                event.record.kind,
-                exc_info=True,
-            )
-        self.event_delivery_failures += 1
-
-    async def emit_best_effort(self, event: Event) -> None:
-        """On the cancellation path: nothing the sink does may replace the CancelledError."""
-        try:
-            await self.seams.events.emit(event)
-        except BaseException:
-            self._delivery_failed(event)
 
     async def finish_cancelled(self) -> None:
         """The cancellation path: one RunFinished(cancelled) if the run is started, unfinished.
 
         Held records (a completed step) ride along: a completed step was not interrupted.
         """
-        if not (self.started or self.pending) or self.finished:
+        commits = self.commits
+        if not (commits.started or commits.pending) or commits.finished:
             return
         await self.append(self.finished_record(StopReason.CANCELLED, None), cancelling=True)
 
@@ -294,7 +205,7 @@ class _Driver:
         except Exception as exc:  # CancelledError is not an Exception: it propagates
             self.seam_seconds += time.monotonic() - started
             step = self._step(None, prompt_chars)
-            return await self.record(step, model_error=f"{type(exc).__name__}: {exc}")
+            return await self.record(step, model_error=exception_text(exc))
         if not isinstance(reply, ModelReply):
             raise TypeError(
                 f"ModelClient.complete must return a ModelReply, got {type(reply).__name__}"
@@ -365,7 +276,6 @@ class _Driver:
             raw_output=said.text,
             response_chars=len(said.text),
             reasoning_chars=len(said.reasoning),
-            action=action.text if action is not None else None,
             parse_ok=reply is not None and error is None,
             parse_error=error.feedback if error is not None else None,
             observation=observation,
@@ -374,14 +284,9 @@ class _Driver:
             prompt_chars=prompt_chars,
             llm_call_id=said.call_id,
             step_wall_ms=int(self.seam_seconds * 1000),
-            tool_name=action.tool_name if action is not None else None,
-            tool_args_json=(
-                canonical_json(dict(action.tool_args))
-                if action is not None and action.tool_args is not None
-                else None
-            ),
             action_status=outcome.status if outcome is not None else None,
             env_reported_completion=bool(outcome.env_reported_completion) if outcome else False,
+            **_action_fields(action),
         )
 
     async def record(
@@ -432,7 +337,7 @@ class _Driver:
             steps=tuple(self.steps),
             final_answer=final_answer,
             executed_actions=self.counters.executed_actions,
-            event_delivery_failures=self.event_delivery_failures,
+            event_delivery_failures=self.delivery.failures,
         )
 
     async def guarded(self, body: Coroutine[Any, Any, RunResult]) -> RunResult:
@@ -446,8 +351,15 @@ class _Driver:
         except Exception:
             # The executor or parser raised: the log still ends at the last record before the
             # failure (SPEC §4), so what is held is committed; the original error propagates.
-            with contextlib.suppress(Exception):
+            try:
                 await self.flush()
+            except Exception:  # logged, never in place of the error already propagating
+                _log.error(
+                    "run %s: committing the records held when an exception left the run "
+                    "failed; the log ends before them",
+                    self.run_id,
+                    exc_info=True,
+                )
             raise
 
 
@@ -482,6 +394,22 @@ def _check_goal(goal: object) -> str:
     return goal
 
 
+def _set_up(agent: object, *, store_optional: bool, **seams: Any) -> _Seams:
+    """The checks and defaults run() and resume() share: the agent, then each seam, before
+    any I/O. ``store_optional``: ``store=None`` means a fresh in-memory store (run() only)."""
+    if not isinstance(agent, AgentDefinition):
+        raise TypeError(f"agent must be an AgentDefinition, got {type(agent).__name__}")
+    _check_seams(defaults=("store", "events") if store_optional else ("events",), **seams)
+    store, events = seams["store"], seams["events"]
+    return _Seams(
+        seams["model"],
+        seams["parser"],
+        seams["executor"],
+        MemoryStore() if store is None else store,
+        NullSink() if events is None else events,
+    )
+
+
 async def run(
     agent: AgentDefinition,
     goal: str,
@@ -503,39 +431,44 @@ async def run(
     """
     run_id = new_run_id() if run_id is None else validate_run_id(run_id)
     goal = _check_goal(goal)
-    if not isinstance(agent, AgentDefinition):
-        raise TypeError(f"agent must be an AgentDefinition, got {type(agent).__name__}")
-    _check_seams(
+    seams = _set_up(
+        agent,
         model=model,
         parser=parser,
         executor=executor,
         store=store,
         events=events,
-        defaults=("store", "events"),
+        store_optional=True,
     )
-    store = MemoryStore() if store is None else store
-    existing = await store.read_log(run_id)
-    if existing.records:
-        count = len(existing)
-        raise RunAlreadyExists(
-            f"run {run_id!r} already has a log ({count} record{'' if count == 1 else 's'})"
-        )
-    seams = _Seams(model, parser, executor, store, NullSink() if events is None else events)
+    await _check_new(run_id, seams.store)
     driver = _Driver(run_id, agent, goal, seams)
-    parameters = agent.parameters()
-    started = RunStarted(
-        run_id=run_id,
-        goal=goal,
-        parameters=parameters,
-        parameters_hash=parameters_hash(parameters),
-        started_at=utc_timestamp(),
-    )
+    started = _started_record(run_id, goal, agent)
 
     async def body() -> RunResult:
         driver.defer(started)  # rides with the first model intent (or the finish)
         return await driver.iterate()
 
     return await driver.guarded(body())
+
+
+async def _check_new(run_id: str, store: RunStore) -> None:
+    existing = await store.read_log(run_id)
+    if existing.records:
+        count = len(existing)
+        raise RunAlreadyExists(
+            f"run {run_id!r} already has a log ({count} record{'' if count == 1 else 's'})"
+        )
+
+
+def _started_record(run_id: str, goal: str, agent: AgentDefinition) -> RunStarted:
+    parameters = agent.parameters()
+    return RunStarted(
+        run_id=run_id,
+        goal=goal,
+        parameters=parameters,
+        parameters_hash=parameters_hash(parameters),
+        started_at=utc_timestamp(),
+    )
 
 
 def _rebuilt(run_id: str, log: RunLog, finished: RunFinished) -> RunResult:
@@ -569,37 +502,55 @@ async def resume(
     logged step is re-decided without calling any seam.
     """
     validate_run_id(run_id)
-    if not isinstance(agent, AgentDefinition):
-        raise TypeError(f"agent must be an AgentDefinition, got {type(agent).__name__}")
-    _check_seams(model=model, parser=parser, executor=executor, store=store, events=events)
-    log = await store.read_log(run_id)
+    seams = _set_up(
+        agent,
+        model=model,
+        parser=parser,
+        executor=executor,
+        store=store,
+        events=events,
+        store_optional=False,
+    )
+    log = await seams.store.read_log(run_id)
+    started = _started_of(run_id, log, seams.store)
+    if log.finished is not None:
+        return _rebuilt(run_id, log, log.finished)
+    _check_parameters(run_id, agent, started)
+    driver = _Driver(run_id, agent, started.goal, seams)
+    driver.commits.continue_at(len(log.records))
+    stop = _replayed(driver, log)
+    return await driver.guarded(_continue(driver, log, stop))
+
+
+def _started_of(run_id: str, log: RunLog, store: RunStore) -> RunStarted:
+    """The log's ``RunStarted``: ``RunNotFound`` for no log, ``StoreCorrupted`` for none."""
     if not log.records:
         raise RunNotFound(f"run {run_id!r} has no log in {store!r}")
     started = log.started
     if started is None:
         raise StoreCorrupted(f"run {run_id!r}: the log does not start with RunStarted")
-    if log.finished is not None:
-        return _rebuilt(run_id, log, log.finished)
+    return started
+
+
+def _check_parameters(run_id: str, agent: AgentDefinition, started: RunStarted) -> None:
     expected = parameters_hash(agent.parameters())
     if expected != started.parameters_hash:
         raise ParametersChanged(
             f"run {run_id!r} was started with parameters {started.parameters_hash}, "
             f"this agent has {expected}: what the model sees or when the run stops changed"
         )
-    seams = _Seams(model, parser, executor, store, NullSink() if events is None else events)
-    driver = _Driver.from_log(run_id, agent, started, log, seams)
+
+
+def _replayed(driver: _Driver, log: RunLog) -> StopReason | None:
+    """Fold the logged steps into ``driver``, deciding as it goes; the last step's stop."""
     stop: StopReason | None = None
     for position, completed in enumerate(log.steps):
         if stop is not None:
             raise StoreCorrupted(
-                f"run {run_id!r}: step {position - 1} stopped the run but more steps follow"
+                f"run {driver.run_id!r}: step {position - 1} stopped the run but more steps follow"
             )
         stop = driver.absorb(completed)
-
-    async def body() -> RunResult:
-        return await _continue(driver, log, stop)
-
-    return await driver.guarded(body())
+    return stop
 
 
 async def _continue(driver: _Driver, log: RunLog, stop: StopReason | None) -> RunResult:

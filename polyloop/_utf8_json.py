@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["utf8_json"]
+__all__ = ["has_surrogate", "utf8_json", "utf8_text"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -40,3 +40,17 @@ def utf8_json(text: str) -> str:
     except UnicodeEncodeError:
         return _SURROGATE.sub(_escape, text)
     return text
+
+
+def has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a surrogate code point, which UTF-8 cannot encode."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def utf8_text(text: str) -> str:
+    """``text`` to show or write as UTF-8 (a report, a terminal line): every surrogate code
+    point written as ``\\udXXX``, as :func:`utf8_json` writes it; ``text`` itself otherwise.
+
+    For text a person reads, not for JSON: the escape is not undone when it is read back.
+    """
+    return _SURROGATE.sub(_escape, text) if has_surrogate(text) else text

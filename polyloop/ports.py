@@ -42,6 +42,7 @@ __all__ = [
     "Event",
     "EventSink",
     "FinalAnswer",
+    "InlineCommitRunStore",
     "InvalidDecision",
     "Message",
     "ModelClient",
@@ -131,3 +132,25 @@ class BatchRunStore(RunStore, Protocol):
     async def append_many(
         self, run_id: str, records: Sequence[Record], *, sequence: int
     ) -> None: ...
+
+
+@runtime_checkable
+class InlineCommitRunStore(BatchRunStore, Protocol):
+    """A batch store that can also commit a batch without awaiting (optional).
+
+    ``commit_now`` takes the arguments of ``append_many`` and either commits the batch *now* —
+    all or nothing, fenced and durable when it returns, exactly as ``append_many`` would — and
+    returns ``True``, or declines and returns ``False`` having done nothing at all (the loop then
+    awaits ``append_many`` with the same batch). A batch that breaks an append rule raises that
+    rule's error with nothing written, as ``append_many`` does. It never awaits: it may block
+    the calling thread for the commit's own I/O (an fsync), so it should decline whenever it
+    would have to *wait* — for a lock, a connection, a slow disk.
+
+    The loop looks for it once per run. Committing in the run's own task saves a task, a shield
+    and their event-loop turns per commit (docs/design/0003). Rule: ``commit_now`` is used only
+    when the class that defines it is the class that defines ``append_many`` or a subclass of
+    it, so a subclass that overrides ``append_many`` alone is never bypassed by an inherited
+    ``commit_now`` (it is awaited instead).
+    """
+
+    def commit_now(self, run_id: str, records: Sequence[Record], *, sequence: int) -> bool: ...

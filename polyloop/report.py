@@ -15,8 +15,9 @@ plugin writes with it, ``polyloop report`` reads with it.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -26,17 +27,24 @@ from polyloop._shown import shown
 
 __all__ = [
     "DELIBERATE",
+    "GLYPHS",
     "OUTCOMES",
     "READABLE_SCHEMAS",
     "SCHEMA",
+    "MergeError",
     "Outcome",
     "ReportDiff",
     "ReportError",
+    "badge",
     "diff_reports",
     "load_report",
+    "merge_reports",
     "outcomes_by_key",
     "render_diff",
+    "render_html",
     "render_markdown",
+    "render_matrix_markdown",
+    "render_matrix_text",
     "render_text",
     "schema",
 ]
@@ -83,6 +91,20 @@ _VERDICT_TEXT = {
 }
 
 
+# The matrix views' glyph of each outcome (a cell reads without colour).
+GLYPHS: dict[str, str] = {
+    "held": "✓",
+    "violated": "✗",
+    "unverifiable": "~",
+    "not_applicable": "–",
+    "waived": "W",
+    "overridden": "O",
+    "stale_waiver": "S",
+    "pending": "P",
+    "setup_error": "E",
+}
+
+
 class ReportError(Exception):
     """A file is not a readable report (see :data:`READABLE_SCHEMAS`); the message names the
     file and is one line."""
@@ -115,11 +137,24 @@ def load_report(path: str | Path) -> dict[str, Any]:
         raise ReportError(f"{path}: not JSON: {_one_line(str(error))}") from error
     if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise ReportError(f"{path}: not a {SCHEMA} report (schema: {_shown(found)})")
+        newer = _is_newer(found)
+        raise ReportError(
+            f"{path}: not a {SCHEMA} report (schema: {_shown(found)})"
+            + (": a newer polyloop wrote it; upgrade polyloop to read it" if newer else "")
+        )
     problem = _unprintable(data) or _structure_problem(data)
     if problem is not None:
         raise ReportError(f"{path}: {problem}")
     return data
+
+
+def _is_newer(tag: object) -> bool:
+    """``polyloop-conformance/N`` with N above this polyloop's version of the format."""
+    prefix, _, current = SCHEMA.rpartition("/")
+    if not isinstance(tag, str) or not tag.startswith(prefix + "/"):
+        return False
+    number = tag[len(prefix) + 1 :]
+    return number.isdigit() and len(number) < 6 and int(number) > int(current)
 
 
 def _one_line(text: str) -> str:
@@ -448,7 +483,32 @@ def _unverifiable_lines(entries: list[Pair]) -> list[str]:
 
 
 def _md_cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Report text as inert Markdown on one line: HTML metacharacters as entities; what could
+    start markup (a link, a code span, an escape) or end a table cell backslash-escaped."""
+    text = " ".join(str(text).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\\`\[\]|])", r"\\\1", text)
+
+
+def _md_code(text: object) -> str:
+    """A code span holding ``text`` whatever it holds: a backtick in it cannot end the span
+    (the fence is one backtick longer than its longest run), a ``|`` cannot end a table cell."""
+    body = " ".join(str(text).split()).replace("|", "\\|")
+    fence = _md_fence(body)[: _longest_backticks(body) + 1]
+    return f"{fence} {body} {fence}" if "`" in body else f"`{body}`"
+
+
+def _longest_backticks(text: str) -> int:
+    longest, run = 0, 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
+
+
+def _md_fence(text: str) -> str:
+    """A code fence longer than any backtick run in ``text`` (so the text cannot close it)."""
+    return "`" * max(3, _longest_backticks(text) + 1)
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
@@ -467,16 +527,17 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     for item in report.get("implementations", []):
         counts = item["counts"]
         out.append(
-            f"| `{_md_cell(item['id'])}` | {item['seam']} "
+            f"| {_md_code(item['id'])} | {item['seam']} "
             f"| {item['collected']}/{item['catalogue']} | "
             + " | ".join(str(counts.get(name, 0)) for name in OUTCOMES)
             + " |"
         )
         if item.get("setup_error"):
             error_lines = " ".join(_setup_error_lines(item["setup_error"]))
-            setup_errors.append(f"- `{item['id']}` {_md_cell(error_lines)}")
+            setup_errors.append(f"- {_md_code(item['id'])} {_md_cell(error_lines)}")
         teardown_errors += [
-            f"- `{item['id']}` {_md_cell(error)}" for error in item.get("teardown_errors") or []
+            f"- {_md_code(item['id'])} {_md_cell(error)}"
+            for error in item.get("teardown_errors") or []
         ]
     if setup_errors:
         out += ["", "### setup error (the implementation could not be built)", "", *setup_errors]
@@ -490,7 +551,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             continue
         out += ["", f"### {heading}", ""]
         for item, promise in entries:
-            line = f"- `{item['id']}` `{promise['id']}` — {_md_cell(promise['promise'])}"
+            line = f"- {_md_code(item['id'])} `{promise['id']}` — {_md_cell(promise['promise'])}"
             if promise.get("waiver_reason"):
                 line += f" (waiver: {_md_cell(promise['waiver_reason'])})"
             if outcome == "unverifiable" and promise.get("verify_yourself"):
@@ -499,14 +560,15 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                 line += f" — kept by polyloop, documented in: {_md_cell(promise['kept_by'])}"
             out.append(line)
             if outcome in ("violated", "pending") and promise.get("detail"):
-                out += ["", "  ```", *_indent(promise["detail"], "  "), "  ```"]
+                fence = _md_fence(promise["detail"])
+                out += ["", f"  {fence}", *_indent(promise["detail"], "  "), f"  {fence}"]
     if walked.reran:
         out += ["", f"### {_reruns_heading(len(walked.reran))}", ""]
         out += [
-            f"- `{item['id']}` `{promise['id']}` — {_after_reruns(promise)}"
+            f"- {_md_code(item['id'])} `{promise['id']}` — {_after_reruns(promise)}"
             for item, promise in walked.reran
         ]
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n\n" + render_matrix_markdown(report)
 
 
 # A move away from `held` to one of these is deliberate (it carries a reason: the waiver's or
@@ -633,3 +695,53 @@ def render_diff(diff: ReportDiff, old: Mapping[str, Any], new: Mapping[str, Any]
         else "no regression"
     )
     return "\n".join(lines) + "\n"
+
+
+# The matrix views and the merge live in their own modules (which import this one); these are
+# their public entry points.
+
+
+class MergeError(ValueError):
+    """Reports that cannot be merged (one line, naming what differs)."""
+
+
+def render_matrix_text(
+    report: Mapping[str, Any], columns: int | None = None, *, colour: bool = False
+) -> str:
+    """The promise × implementation matrix as terminal text (see
+    :func:`polyloop._matrix.render_matrix_text`)."""
+    from polyloop import _matrix
+
+    return _matrix.render_matrix_text(report, columns, colour=colour)
+
+
+def render_matrix_markdown(
+    report: Mapping[str, Any], baselines: Sequence[Mapping[str, Any]] = ()
+) -> str:
+    """The matrix as GitHub Markdown, a collapsible block per seam."""
+    from polyloop import _matrix
+
+    return _matrix.render_matrix_markdown(report, baselines)
+
+
+def render_html(report: Mapping[str, Any], baselines: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The matrix as one self-contained HTML page; ``baselines`` (oldest first) mark changes."""
+    from polyloop import _matrix
+
+    return _matrix.render_html(report, baselines)
+
+
+def badge(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The shields.io endpoint JSON of ``report``."""
+    from polyloop import _matrix
+
+    return _matrix.badge(report)
+
+
+def merge_reports(
+    reports: Sequence[Mapping[str, Any]], *, allow_mixed_suites: bool = False
+) -> dict[str, Any]:
+    """Several jobs' reports as one (see :mod:`polyloop._merge` for the rules)."""
+    from polyloop import _merge
+
+    return _merge.merge_reports(reports, allow_mixed_suites=allow_mixed_suites)

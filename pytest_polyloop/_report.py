@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import platform
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from polyloop import _extras
+from polyloop._utf8_json import utf8_json, utf8_text
+from polyloop._version import __version__ as POLYLOOP_VERSION
 from polyloop.report import OUTCOMES, SCHEMA, Key, load_report, outcomes_by_key
 from pytest_polyloop._outcomes import Judgement, PhaseResult, classify, teardown_failure
 
@@ -21,7 +26,9 @@ __all__ = [
     "Baseline",
     "build_report",
     "check_writable",
+    "environment_of",
     "load_baseline",
+    "new_report_id",
     "verdict_exit_status",
     "write_json",
     "write_markdown",
@@ -217,6 +224,8 @@ def build_report(
     pytest_version: str,
     python_version: str,
     created_at: str,
+    environment: Mapping[str, Any],
+    report_id: str,
     interrupted: bool = False,
 ) -> dict[str, Any]:
     """The whole report (schema ``polyloop-conformance/2``) with its verdict."""
@@ -237,6 +246,7 @@ def build_report(
         verdict = "conformant"
     return {
         "schema": SCHEMA,
+        "report_id": report_id,
         "kit_version": kit_version,
         "suite_hash": suite_hash,
         "pytest_version": pytest_version,
@@ -244,7 +254,31 @@ def build_report(
         "created_at": created_at,
         "verdict": verdict,
         "interrupted": interrupted,
+        "environment": dict(environment),
         "implementations": judged,
+    }
+
+
+def new_report_id() -> str:
+    """A report's id: unique per run, so a merge counts the same report given twice once."""
+    return uuid.uuid4().hex
+
+
+def environment_of(config: pytest.Config) -> dict[str, Any]:
+    """Where this run happens: Python, pytest and polyloop versions, the OS, the polyloop extras
+    installed, the pytest-xdist worker count (0 without xdist) and the ``--polyloop-job``
+    label (the CI job or shard; ``None`` unless given)."""
+    dist = getattr(config.option, "dist", "no")
+    tx = getattr(config.option, "tx", None) or []
+    job = config.getoption("polyloop_job", None)
+    return {
+        "python": platform.python_version(),
+        "pytest": pytest.__version__,
+        "polyloop": POLYLOOP_VERSION,
+        "os": platform.platform(terse=True),
+        "extras": sorted(extra for extra in _extras.EXTRAS if _extras.extra_installed(extra)),
+        "xdist_workers": len(tx) if dist != "no" else 0,
+        "job": str(job) if job else None,
     }
 
 
@@ -277,12 +311,15 @@ def check_writable(option: str, value: str | None) -> None:
 def write_json(report: Mapping[str, Any], path: Path) -> None:
     """Write the report as indented JSON (parent directories are created)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    # Valid UTF-8 whatever a test printed or raised: a lone surrogate is written as its escape.
+    text = utf8_json(json.dumps(report, indent=2, ensure_ascii=False))
+    path.write_text(text + "\n", encoding="utf-8")
 
 
 def write_markdown(markdown: str, path: Path | None) -> list[Path]:
     """Write ``markdown`` to ``path`` and append it to ``$GITHUB_STEP_SUMMARY`` when set."""
     written = []
+    markdown = utf8_text(markdown)  # a lone surrogate from a test's output, escaped
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(markdown, encoding="utf-8")

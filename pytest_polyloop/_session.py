@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from polyloop._exception_text import exception_message
-from polyloop.report import ReportError, render_markdown, render_text
+from polyloop._utf8_json import utf8_text
+from polyloop.report import ReportError, render_markdown, render_matrix_text, render_text
 from pytest_polyloop import _kit
 from pytest_polyloop._collect import Collection
 from pytest_polyloop._conftest_errors import seam_argument_misuse
@@ -39,7 +40,9 @@ from pytest_polyloop._registry import SeamRegistry
 from pytest_polyloop._report import (
     build_report,
     check_writable,
+    environment_of,
     load_baseline,
+    new_report_id,
     verdict_exit_status,
     write_json,
     write_markdown,
@@ -307,6 +310,8 @@ class ConformanceSession:
             pytest_version=pytest.__version__,
             python_version=platform.python_version(),
             created_at=_utc_now(),
+            environment=environment_of(self.config),
+            report_id=new_report_id(),
             # Ctrl-C or a collection error; -x/--maxfail (serially: pytest's status stays 1).
             interrupted=exitstatus == pytest.ExitCode.INTERRUPTED
             or bool(session.shouldstop or session.shouldfail),
@@ -338,10 +343,13 @@ class ConformanceSession:
             "=", "polyloop conformance", green=verdict == "conformant", red=verdict != "conformant"
         )
         width = getattr(getattr(terminalreporter, "_tw", None), "fullwidth", None)
-        for line in render_text(
-            self.report, width if isinstance(width, int) else None
-        ).splitlines():
-            terminalreporter.write_line(line)
+        columns = width if isinstance(width, int) else None
+        text = render_text(self.report, columns)
+        if self.config.getoption("polyloop_matrix"):
+            colour = bool(getattr(terminalreporter, "hasmarkup", False))
+            text += "\n" + render_matrix_text(self.report, columns, colour=colour)
+        for line in text.splitlines():
+            terminalreporter.write_line(utf8_text(line))
         if verdict == "no_implementations" and self.deselected:
             terminalreporter.write_line("")
             terminalreporter.write_line(

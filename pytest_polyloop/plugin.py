@@ -17,6 +17,7 @@ import pytest
 from pytest_polyloop import _time_limits, hookspecs
 from pytest_polyloop._conftest_errors import marker_on_fixture_misuse, seam_argument_misuse
 from pytest_polyloop._pytest_private import set_ini_default
+from pytest_polyloop._report_text import escape_surrogates
 from pytest_polyloop._tagging import MARKER_NAME
 
 # The suites live in polyloop.testing; an editable install is not rewritten unless asked,
@@ -52,6 +53,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH.md",
         help="write the conformance report as Markdown (also appended to $GITHUB_STEP_SUMMARY "
         "when that is set)",
+    )
+    group.addoption(
+        "--polyloop-matrix",
+        action="store_true",
+        default=False,
+        help="with --polyloop-conformance: also print the promise x implementation matrix (a "
+        "glyph per outcome, split into column groups to fit the terminal)",
+    )
+    group.addoption(
+        "--polyloop-job",
+        default=None,
+        metavar="LABEL",
+        help="which CI job or shard this run is (recorded in the report's environment; "
+        "polyloop report merge lists it)",
     )
     group.addoption(
         "--polyloop-baseline",
@@ -163,6 +178,7 @@ def pytest_runtest_makereport(
     timed_out = _time_limits.timed_out_text(item, call.when) if call.excinfo else None
     if timed_out is not None:
         report.longrepr = timed_out
+    escape_surrogates(report)
     return report
 
 

@@ -29,7 +29,9 @@ from polyloop import (
 
 
 class CalculatorExecutor:
-    """Runs ``add`` and ``divide`` tool calls. A division by zero is the tool's own error."""
+    """Runs ``add`` and ``divide`` tool calls. A division by zero is the tool's own error; a
+    call it cannot make (another tool, arguments other than two numbers ``a`` and ``b``) is
+    refused without running."""
 
     async def execute(self, action: Action) -> ActionOutcome:
         args = dict(action.tool_args or {})
@@ -37,14 +39,24 @@ class CalculatorExecutor:
             return ActionOutcome(
                 status=ActionStatus.NOT_EXECUTED, observation=f"no tool {action.tool_name!r}"
             )
+        if set(args) != {"a", "b"} or not all(_is_number(args[name]) for name in ("a", "b")):
+            # Checked before running: bad arguments are the model's to fix, not a tool error.
+            return ActionOutcome(
+                status=ActionStatus.NOT_EXECUTED,
+                observation=f"{action.tool_name} takes two numbers, a and b; got {args!r}",
+            )
         await asyncio.sleep(0)  # a real calculator service would be a network call away
+        a, b = float(args["a"]), float(args["b"])
         try:
-            a, b = float(args["a"]), float(args["b"])
             result = a + b if action.tool_name == "add" else a / b
-        except (KeyError, TypeError, ValueError, ZeroDivisionError) as error:
+        except ZeroDivisionError as error:
             # It ran and failed: the model can read this and correct itself.
             return ActionOutcome(status=ActionStatus.EXECUTED, observation=f"error: {error!r}")
         return ActionOutcome(status=ActionStatus.EXECUTED, observation=repr(result))
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 class CallParser:
@@ -66,6 +78,8 @@ class CallParser:
             return InvalidDecision(
                 feedback=f"The arguments of {tool} are not JSON. {self.feedback}"
             )
+        except RecursionError:  # "[[[[…" deeper than the stack (the kit's deep-nesting input)
+            return InvalidDecision(feedback=f"The arguments are nested too deeply. {self.feedback}")
         if not isinstance(args, dict):
             return InvalidDecision(feedback=f"The arguments must be an object. {self.feedback}")
         try:

@@ -34,6 +34,11 @@ class TestCalculatorExecutor(ActionExecutorContract):
             ),
             # Optional: an action it must refuse (not_executed) turns one more promise on.
             refused=Action(text="sqrt 4", tool_name="sqrt", tool_args={"x": 4}),
+            # Optional: more to refuse, each checked the same way (bad arguments here).
+            more_refused=(
+                Action(text="add 1", tool_name="add", tool_args={"a": 1}),
+                Action(text="divide one 2", tool_name="divide", tool_args={"a": "one", "b": 2}),
+            ),
         )
 
 
@@ -48,6 +53,9 @@ class TestCallParser(DecisionParserContract):
             action_reply=ModelReply(text='CALL add {"a": 1, "b": 2}'),
             invalid_reply=ModelReply(text="Let me think about it."),
             final_reply=ModelReply(text="ANSWER 3"),
+            # Optional: how to build the parser in another process. The kit parses the same
+            # replies under different hash seeds there (is_deterministic_across_processes).
+            factory="calculator:CallParser",
         )
 
 

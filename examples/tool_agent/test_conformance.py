@@ -57,15 +57,40 @@ def tool_samples(calculator_connection: CalculatorConnection) -> ActionSamples:
     async def close_the_connection(executor: ToolExecutor) -> None:
         calculator_connection.close()
 
+    async def reopen_the_connection(executor: ToolExecutor) -> None:
+        calculator_connection.open = True
+
+    def calculate(expression: object) -> Action:
+        return Action(
+            text=f"calculator {expression}",
+            tool_name="calculator",
+            tool_args={"expression": expression},
+        )
+
     return ActionSamples(
-        executes_cleanly=Action(
-            text="calculator 6 * 7", tool_name="calculator", tool_args={"expression": "6 * 7"}
-        ),
-        executes_but_errors=Action(
-            text="calculator 1 / 0", tool_name="calculator", tool_args={"expression": "1 / 0"}
+        executes_cleanly=calculate("6 * 7"),
+        executes_but_errors=calculate("1 / 0"),  # ZeroDivisionError
+        # More errors of the calculator's own code, each of another type: all executed.
+        more_executes_but_errors=(
+            calculate("6 *"),  # SyntaxError
+            calculate("2 ** 1000"),  # ValueError
+            calculate("(10 ** 99) ** 99"),  # OverflowError
         ),
         refused=Action(text="shell rm -rf /", tool_name="shell", tool_args={"cmd": "rm -rf /"}),
+        # More calls the executor must refuse without running: bad arguments.
+        more_refused=(
+            Action(text="calculator", tool_name="calculator", tool_args={}),
+            calculate(42),
+            Action(
+                text="calculator 6 * 7 exact",
+                tool_name="calculator",
+                tool_args={"expression": "6 * 7", "exact": True},
+            ),
+        ),
         break_environment=close_the_connection,
+        # The connection stays closed until this hook opens it again: then the executor must
+        # serve again (environment_recovers_when_restored).
+        restore_environment=reopen_the_connection,
     )
 
 
@@ -81,6 +106,8 @@ def json_replies() -> ParserSamples:
         action_reply=ModelReply(text=SCRIPT[0]),
         invalid_reply=ModelReply(text="The answer is probably 42."),
         final_reply=ModelReply(text='{"final_answer": "42"}'),
+        # Built again in child processes for is_deterministic_across_processes.
+        factory="polyloop.parsers:JsonToolCallParser",
     )
 
 

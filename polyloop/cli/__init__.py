@@ -103,8 +103,8 @@ def _escape_unprintable_output() -> None:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    # `report diff --markdown A B`: argparse stops a positional list at an option; the words
-    # after it belong to the same list (report takes no option with a value).
+    # `report diff --markdown A B`, `report merge -o M A B`: argparse stops a positional list at
+    # an option; the words after it (and after the option's value) belong to the same list.
     args, extra = parser.parse_known_args(argv)
     if extra and getattr(args, "paths", None) is not None:
         unknown = [word for word in extra if word.startswith("-")]

@@ -28,11 +28,11 @@ class MemoryStore(AsyncClosing):
         await self.append_many(run_id, (record,), sequence=sequence)
 
     async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
-        self._commit_now(run_id, records, sequence)
+        self.commit_now(run_id, records, sequence=sequence)
 
-    def _commit_now(self, run_id: str, records: Sequence[Record], sequence: int) -> bool:
+    def commit_now(self, run_id: str, records: Sequence[Record], *, sequence: int) -> bool:
         """``append_many``'s whole work, which never waits; always done (``True``). The loop
-        calls it directly on a ``MemoryStore`` (not on a subclass), with no task."""
+        calls it directly, with no task (``polyloop.ports.InlineCommitRunStore``)."""
         batch = check_batch(run_id, records, sequence)
         # Encoded first, as the durable stores do: a record that cannot be encoded writes nothing.
         rows = [(sequence + n, record.kind, record.to_json()) for n, record in enumerate(batch)]

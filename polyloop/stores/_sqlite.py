@@ -4,7 +4,7 @@ Why it is built this way (the decision record is ``docs/design/0002-sqlite-durab
 
 * WAL with ``synchronous=FULL``: the WAL is fsynced at every commit, so an append is durable
   when it returns, and readers never block the writer.
-* ``isolation_level=None`` and an explicit ``BEGIN IMMEDIATE`` per append: the write lock is
+* ``isolation_level=None`` and an explicit ``BEGIN IMMEDIATE`` per commit: the write lock is
   taken *before* the log is read, so a second writer waits on the busy timeout. A deferred
   transaction that reads and then writes gets ``SQLITE_BUSY`` at once instead (SQLite cannot
   wait there without risking a deadlock), which would turn ordinary contention into errors.
@@ -14,16 +14,21 @@ Why it is built this way (the decision record is ``docs/design/0002-sqlite-durab
 * The log's end is read only when this process does not know it (``docs/design/0003``): the
   length it last committed is a lower bound, and the primary key catches a stale one.
 * A commit runs on the caller's thread when it cannot wait (busy timeout 0, the connection
-  free); otherwise on the worker thread. Every 32 commits, the commit's own thread checkpoints
+  free); otherwise on the worker thread. ``commit_now`` is that caller's-thread commit alone
+  (``polyloop.ports.InlineCommitRunStore``: the loop calls it without a task and awaits
+  ``append_many`` when it declines). Every 32 commits, the commit's own thread checkpoints
   (``docs/design/0003``).
 * An existing file is inspected read-only before anything is written, so a file that is not a
   polyloop database is reported (``StoreCorrupted`` naming the path) and left byte-identical.
+  A new file's directory is fsynced once it has its tables; if that fails, the store still
+  works and the failure is logged (``polyloop`` logger, naming the file).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import queue
 import sqlite3
@@ -43,6 +48,8 @@ from polyloop.stores._rules import check_append_many, check_batch, check_record,
 from polyloop.types import Record, RunFinished, RunLog, RunStarted
 
 __all__ = ["STORE_SCHEMA_MAJOR", "STORE_SCHEMA_MINOR", "SQLiteStore"]
+
+_log = logging.getLogger("polyloop")
 
 # The layout of the tables below. A reader refuses an unknown major (a newer polyloop changed
 # the layout incompatibly); a newer minor only adds things an older reader may ignore.
@@ -133,7 +140,7 @@ class SQLiteStore(AsyncClosing):
         self._worker: _Worker | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None  # one per store, not per reopen
         # run id -> the length this process last committed for it (unfinished runs only);
-        # read and written on the worker thread under self._lock.
+        # read and written under self._lock, on whichever thread commits.
         self._lengths: dict[str, int] = {}
         # Commits since the last checkpoint (under self._lock, on whichever thread commits).
         self._uncheckpointed = 0
@@ -164,10 +171,10 @@ class SQLiteStore(AsyncClosing):
         if not self._append_inline(run_id, batch, sequence, rows):
             await self._in_worker(self._append, run_id, batch, sequence, rows)
 
-    def _commit_now(self, run_id: str, records: Sequence[Record], sequence: int) -> bool:
+    def commit_now(self, run_id: str, records: Sequence[Record], *, sequence: int) -> bool:
         """``append_many`` when it can commit on this thread without waiting; ``False``: nothing
-        was done, await ``append_many``. The loop calls it directly on an ``SQLiteStore`` (not
-        on a subclass), with no task (docs/design/0003)."""
+        was done, await ``append_many``. The loop calls it directly, with no task
+        (``polyloop.ports.InlineCommitRunStore``, docs/design/0003)."""
         if self._inline_paused:  # append_many counts the pause down, once per commit
             return False
         batch, rows = _checked_rows(run_id, records, sequence)
@@ -425,7 +432,7 @@ class SQLiteStore(AsyncClosing):
                     conn.execute("ROLLBACK")
                 raise
             if fresh:
-                _fsync_directory(self._path.parent)
+                _fsync_directory(self._path.parent, self._path)
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError) and not _is_corruption(exc):
                 raise
@@ -618,15 +625,27 @@ def _size_or_none(path: Path) -> int | None:
         return None
 
 
-def _fsync_directory(directory: Path) -> None:
-    """Make a new file's directory entry durable (SQLite syncs its WAL's entry, not the db's)."""
+def _fsync_directory(directory: Path, database: Path) -> None:
+    """Make a new file's directory entry durable (SQLite syncs its WAL's entry, not the db's).
+
+    A failure is logged, not raised: the store is usable, but a power loss may now lose the new
+    file whole — which its owner must be able to find out.
+    """
     try:
         fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # not supported on this platform (Windows); nothing more we can do
+    except OSError:
+        if os.name != "nt":  # Windows cannot open a directory; nothing more can be done there
+            _log.warning(_DIRECTORY_NOT_SYNCED, database, directory, exc_info=True)
         return
     try:
         os.fsync(fd)
     except OSError:
-        pass
+        _log.warning(_DIRECTORY_NOT_SYNCED, database, directory, exc_info=True)
     finally:
         os.close(fd)
+
+
+_DIRECTORY_NOT_SYNCED = (
+    "SQLiteStore(%r): syncing the new database's directory %s failed; the store works, but a "
+    "power loss may lose the file's directory entry (and every run in it)"
+)

@@ -9,7 +9,9 @@ which is why the suite executes only the two actions the implementer supplies.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import Any
 
 import pytest
 
@@ -27,7 +29,7 @@ from polyloop.testing._cancel import assert_cancellation_propagates
 from polyloop.testing._samples import ActionSamples
 from polyloop.testing._shapes import SHORT, action_outcome_problems, short
 from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
-from polyloop.types import ActionOutcome, ActionStatus
+from polyloop.types import Action, ActionOutcome, ActionStatus
 
 __all__ = ["ActionExecutorContract"]
 
@@ -39,16 +41,166 @@ _TRIGGERS = (
 # How long a broken environment may take to be noticed: an executor's own timeouts decide it,
 # this only keeps a hanging executor from hanging the suite.
 _ENV_ERROR_BOUND_S = 60.0
+# The bound on one execute() or one hook in the call sequences: a leaked lock or pool slot must
+# make call N a violation, not a hung session.
+_CALL_BOUND_S = 60.0
+# Rounds of the one-executor call sequence: a pool of up to this many sessions that leaks one
+# per failing call runs dry within the sequence.
+_SEQUENCE_ROUNDS = 8
+# Echoed text lengths when the sample gives no cap: the no-cut path is checked for truth.
+_ECHO_LENGTHS = (0, 1, 200, 4099)
+# The echoed text: non-ASCII code points only (CJK, Cyrillic, Latin-1, a combining mark, astral
+# emoji), so a count in bytes or UTF-16 units differs from one in characters, and no truncation
+# marker (ASCII in practice) can be mistaken for a shown character of the text.
+_ECHO_ALPHABET = "漢дé😀字ж\u0301ü🙂ß語𝔸ñ"
+
+Named = tuple[str, Action]
+_SIGNATURE = "async execute(action) -> ActionOutcome"
 
 
 async def _execute(executor: ActionExecutor, samples: object, which: str) -> ActionOutcome:
-    require_seam(executor, "action_executor", "execute", "async execute(action) -> ActionOutcome")
+    require_seam(executor, "action_executor", "execute", _SIGNATURE)
     checked = require_samples(samples, ActionSamples, "action_samples")
-    action = getattr(checked, which)
-    outcome = await executor.execute(action)
-    problems = action_outcome_problems(outcome, f"execute(action_samples.{which})")
+    where = f"execute(action_samples.{which})"
+    return await _bounded_call(executor, getattr(checked, which), where)
+
+
+def _failing(samples: ActionSamples) -> list[Named]:
+    """``executes_but_errors`` and every ``more_executes_but_errors``, with their sample names."""
+    more = samples.more_executes_but_errors
+    return [
+        ("executes_but_errors", samples.executes_but_errors),
+        *((f"more_executes_but_errors[{i}]", action) for i, action in enumerate(more)),
+    ]
+
+
+def _refused(samples: ActionSamples) -> list[Named]:
+    """``refused`` and every ``more_refused`` (none without ``refused``)."""
+    if samples.refused is None:
+        return []
+    more = samples.more_refused
+    return [("refused", samples.refused), *((f"more_refused[{i}]", a) for i, a in enumerate(more))]
+
+
+async def _bounded_call(executor: ActionExecutor, action: Action, where: str) -> ActionOutcome:
+    """``execute(action)`` within ``_CALL_BOUND_S``; a well-formed outcome, or the test fails."""
+    bound = asyncio.timeout(_CALL_BOUND_S)
+    try:
+        async with bound:
+            outcome = await executor.execute(action)
+    except TimeoutError:
+        if not bound.expired():
+            raise
+        pytest.fail(
+            f"{where} did not return within {_CALL_BOUND_S:g} s: a lock or pooled session the "
+            "earlier calls took and never gave back makes a later call wait forever",
+            pytrace=False,
+        )
+    problems = action_outcome_problems(outcome, where)
     assert not problems, "\n".join(problems)
     return outcome
+
+
+async def _bounded_hook(
+    hook: Callable[[Any], Awaitable[None]], executor: object, name: str
+) -> None:
+    bound = asyncio.timeout(_CALL_BOUND_S)
+    try:
+        async with bound:
+            await hook(executor)
+    except TimeoutError:
+        if not bound.expired():
+            raise
+        pytest.fail(f"action_samples.{name} did not return within {_CALL_BOUND_S:g} s")
+
+
+def _history(calls: list[str]) -> str:
+    shown = calls if len(calls) <= 12 else ["…", *calls[-12:]]
+    return "; ".join(shown)
+
+
+class _Sequence:
+    """One executor called through every sample, judged call by call; the history is kept for
+    the failure message."""
+
+    def __init__(self, executor: ActionExecutor, samples: ActionSamples) -> None:
+        self.executor = executor
+        self.samples = samples
+        self.clean: Named = ("executes_cleanly", samples.executes_cleanly)
+        self.refused = {which for which, _ in _refused(samples)}
+        self.calls: list[str] = []
+
+    async def call(self, which: str, action: Action, when: str) -> ActionOutcome:
+        where = f"call {len(self.calls) + 1} ({when}), execute(action_samples.{which})"
+        try:
+            outcome = await _bounded_call(self.executor, action, where)
+        except Exception as error:
+            pytest.fail(
+                f"{where} raised {exception_text(error, limit=SHORT)}; the calls "
+                f"before: {_history(self.calls)}",
+                pytrace=False,
+            )
+        self.calls.append(f"{which} → {outcome.status.value}")
+        return outcome
+
+    async def everything(self, when: str, *, judge: bool = False) -> None:
+        """Every sample once; with ``judge``, each must get its normal status."""
+        samples = self.samples
+        for which, action in [self.clean, *_failing(samples), *_refused(samples)]:
+            outcome = await self.call(which, action, when)
+            want = ActionStatus.NOT_EXECUTED if which in self.refused else ActionStatus.EXECUTED
+            assert not judge or outcome.status is want, (
+                f"after action_samples.restore_environment ({when}), "
+                f"execute(action_samples.{which}) came back {outcome.status.value}, not "
+                f"{want.value}: the executor does not recover with its environment "
+                f"(observation {short(outcome.observation)}); the calls so far: "
+                f"{_history(self.calls)}"
+            )
+
+    async def broken(self, when: str) -> None:
+        """Break the environment; then every sample must return env_error (a refused one may
+        be not_executed)."""
+        samples = self.samples
+        assert samples.break_environment is not None
+        await _bounded_hook(samples.break_environment, self.executor, "break_environment")
+        for which, action in [self.clean, *_failing(samples), self.clean, *_refused(samples)]:
+            outcome = await self.call(which, action, f"environment broken, {when}")
+            allowed = {ActionStatus.ENV_ERROR}
+            if which in self.refused:
+                allowed.add(ActionStatus.NOT_EXECUTED)
+            assert outcome.status in allowed, (
+                f"with its environment broken ({when}), execute(action_samples.{which}) came "
+                f"back {outcome.status.value}, not env_error (observation "
+                f"{short(outcome.observation)}); the calls so far: {_history(self.calls)}"
+            )
+
+
+def echo_text(length: int) -> str:
+    """The text ``truncated_chars_counts_what_was_cut`` echoes: ``length`` non-ASCII characters."""
+    alphabet = _ECHO_ALPHABET
+    return "".join(alphabet[(i + i // len(alphabet)) % len(alphabet)] for i in range(length))
+
+
+def _common_head(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b``."""
+    n = min(len(a), len(b))
+    low, high = 0, n  # a[:low] == b[:low]; binary search keeps a 2 MB comparison fast
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def shown_characters(text: str, observation: str) -> int:
+    """How many characters of ``text`` ``observation`` shows: its longest common head with
+    ``text`` plus, after that head, its longest common tail (a marker may sit between, before
+    or after them)."""
+    head = _common_head(text, observation)
+    tail = _common_head(text[head:][::-1], observation[head:][::-1])
+    return head + tail
 
 
 class ActionExecutorContract(ContractBase):
@@ -95,8 +247,10 @@ class ActionExecutorContract(ContractBase):
         was this". A duck-typed result or a status given as a plain string breaks it; so does an
         outcome patched after construction.
         """
-        for which in ("executes_cleanly", "executes_but_errors"):
-            await _execute(action_executor, action_samples, which)
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
+        samples = require_samples(action_samples, ActionSamples, "action_samples")
+        for name, action in [("executes_cleanly", samples.executes_cleanly), *_failing(samples)]:
+            await _bounded_call(action_executor, action, f"execute(action_samples.{name})")
 
     async def test_completion_signal_is_a_plain_boolean(
         self, action_executor: ActionExecutor, action_samples: ActionSamples
@@ -109,8 +263,12 @@ class ActionExecutorContract(ContractBase):
         value (``None``, ``0``, ``"yes"``) also breaks ``if outcome.env_reported_completion``
         in ways nobody sees: ``"no"`` is truthy.
         """
-        for which in ("executes_cleanly", "executes_but_errors"):
-            outcome = await _execute(action_executor, action_samples, which)
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
+        samples = require_samples(action_samples, ActionSamples, "action_samples")
+        for which, action in [("executes_cleanly", samples.executes_cleanly), *_failing(samples)]:
+            outcome = await _bounded_call(
+                action_executor, action, f"execute(action_samples.{which})"
+            )
             value = outcome.env_reported_completion
             assert type(value) is bool, (
                 f"execute(action_samples.{which}).env_reported_completion is "
@@ -127,18 +285,27 @@ class ActionExecutorContract(ContractBase):
         where the model could have recovered, and the trajectory does not show that it could
         have. Only a broken environment (connection lost, session gone) is ``env_error``. An
         empty observation hides the error the model needs to see. Typical culprits: mapping
-        every non-zero exit code to ``env_error``, or returning stdout and dropping stderr.
+        every non-zero exit code to ``env_error``, or returning stdout and dropping stderr. It
+        holds whatever the error's type: checked on ``executes_but_errors`` and on each of
+        ``more_executes_but_errors`` — code of the action's own that raises ``TypeError``,
+        ``ValueError`` or ``AttributeError`` is still the action's error, even where the
+        executor catches that type around the call to spot bad arguments.
         """
-        outcome = await _execute(action_executor, action_samples, "executes_but_errors")
-        assert outcome.status is records.action_status.EXECUTED, (
-            f"the failing sample came back {outcome.status!r}: an action's own error must be "
-            "reported as executed (an observation the model can correct), not as "
-            f"{outcome.status!s}"
-        )
-        assert outcome.observation.strip() != "", (
-            "the failing sample came back executed with an empty observation: the model has "
-            "nothing to correct itself from"
-        )
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
+        samples = require_samples(action_samples, ActionSamples, "action_samples")
+        for which, action in _failing(samples):
+            outcome = await _bounded_call(
+                action_executor, action, f"execute(action_samples.{which})"
+            )
+            assert outcome.status is records.action_status.EXECUTED, (
+                f"the failing sample action_samples.{which} came back {outcome.status!r}: an "
+                "action's own error must be reported as executed (an observation the model can "
+                f"correct), not as {outcome.status!s} (observation {short(outcome.observation)})"
+            )
+            assert outcome.observation.strip() != "", (
+                f"the failing sample action_samples.{which} came back executed with an empty "
+                "observation: the model has nothing to correct itself from"
+            )
 
     async def test_repeated_execution_keeps_status(
         self, action_executor: ActionExecutor, action_samples: ActionSamples
@@ -148,16 +315,29 @@ class ActionExecutorContract(ContractBase):
         A resumed run may replay an interrupted action, and an analysis groups trajectories by
         status. An executor whose status drifts on the second call ("already ran" → not
         executed, a cached failure → env error) makes a replayed step stop or continue for
-        reasons that have nothing to do with the action.
+        reasons that have nothing to do with the action. One executor runs a long sequence
+        that mixes every sample — the failing ones, the clean one and the refused ones — in
+        rounds, because what one call leaves behind shows only on a later one: a pooled
+        session or lock not given back on the failing path, a counter, a session left in a
+        bad state. Each call is bounded: a call that never returns is a violation too.
         """
-        for which in ("executes_cleanly", "executes_but_errors"):
-            statuses = [
-                (await _execute(action_executor, action_samples, which)).status for _ in range(3)
-            ]
-            assert len(set(statuses)) == 1, (
-                f"action_samples.{which} executed three times came back with statuses "
-                f"{[str(s) for s in statuses]}"
-            )
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
+        samples = require_samples(action_samples, ActionSamples, "action_samples")
+        order = [*_failing(samples), ("executes_cleanly", samples.executes_cleanly)]
+        order += _refused(samples)
+        first: dict[str, ActionStatus] = {}
+        calls: list[str] = []
+        for _ in range(_SEQUENCE_ROUNDS):
+            for which, action in order:
+                where = f"call {len(calls) + 1} on one executor, execute(action_samples.{which})"
+                outcome = await _bounded_call(action_executor, action, where)
+                calls.append(f"{which} → {outcome.status.value}")
+                status = first.setdefault(which, outcome.status)
+                assert outcome.status is status, (
+                    f"{where} came back {outcome.status.value}, but {status.value} the first "
+                    f"time (observation {short(outcome.observation)}); the calls on this "
+                    f"executor: {_history(calls)}"
+                )
 
     async def test_truncated_chars_is_non_negative(
         self, action_executor: ActionExecutor, action_samples: ActionSamples
@@ -190,7 +370,7 @@ class ActionExecutorContract(ContractBase):
         ``not_applicable`` when every probe found the call already finished: it has no await
         point at which to swallow anything, and a verdict that depended on speed would be flaky.
         """
-        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         samples = require_samples(action_samples, ActionSamples, "action_samples")
         await assert_cancellation_propagates(
             {
@@ -212,8 +392,11 @@ class ActionExecutorContract(ContractBase):
         These are the executor's own judgements. A suite facing an arbitrary implementation
         cannot force it into the last two: probing with a made-up tool name would fail a correct
         executor whose action language has no tool names and always reports ``executed``. So
-        the implementer hands over an action to refuse (``ActionSamples.refused``) and the suite
-        demands ``not_executed`` for it; ``env_error`` is ``failure_is_a_return_value``.
+        the implementer hands over an action to refuse (``ActionSamples.refused``, and more in
+        ``more_refused``: an argument missing, one too many, one of the wrong type) and the
+        suite demands ``not_executed`` for each; ``executed`` for actions whose own code fails
+        is ``action_error_is_a_normal_observation_not_an_env_error``, ``env_error`` is
+        ``failure_is_a_return_value``.
         """
         samples = require_samples(action_samples, ActionSamples, "action_samples")
         if samples.never_refuses:
@@ -237,12 +420,15 @@ class ActionExecutorContract(ContractBase):
                     f"by {_LIBRARY_TESTS}"
                 ),
             )
-        outcome = await _execute(action_executor, samples, "refused")
-        assert outcome.status is ActionStatus.NOT_EXECUTED, (
-            f"execute(action_samples.refused) returned status {outcome.status.value}, not "
-            f"not_executed: the action you said it refuses was judged as run "
-            f"(observation {short(outcome.observation)})"
-        )
+        for which, action in _refused(samples):
+            outcome = await _bounded_call(
+                action_executor, action, f"execute(action_samples.{which})"
+            )
+            assert outcome.status is ActionStatus.NOT_EXECUTED, (
+                f"execute(action_samples.{which}) returned status {outcome.status.value}, not "
+                f"not_executed: the action you said it refuses was judged as run "
+                f"(observation {short(outcome.observation)})"
+            )
 
     async def test_failure_is_a_return_value(
         self, action_executor: ActionExecutor, action_samples: ActionSamples
@@ -252,8 +438,12 @@ class ActionExecutorContract(ContractBase):
         An exception from ``execute`` is not caught by the library: it propagates out of
         ``run()``, the log ends at the ``ActionIntent`` and a resume has to decide whether the
         action happened. A return value lets the run stop cleanly with ``env_error``. Checked
-        when ``ActionSamples.break_environment`` is given: after the hook broke the executor's
-        environment, ``execute(executes_cleanly)`` must return ``env_error``.
+        when ``ActionSamples.break_environment`` is given: the executor first runs every sample
+        (so a cache or a pooled session holds something), then the hook breaks its environment;
+        ``execute(executes_cleanly)`` must then return ``env_error`` — not a cached
+        ``executed`` — and the calls after it (every sample again) must each return, never
+        raise: the session an executor dropped on the first failure must not turn the second
+        call into an ``AttributeError``.
         """
         samples = require_samples(action_samples, ActionSamples, "action_samples")
         if samples.break_environment is None:
@@ -270,24 +460,199 @@ class ActionExecutorContract(ContractBase):
                     f"exception propagates out of run() is guarded by {_LIBRARY_TESTS}"
                 ),
             )
-        require_seam(action_executor, "action_executor", "execute", "async execute(action)")
-        await samples.break_environment(action_executor)
-        try:
-            async with asyncio.timeout(_ENV_ERROR_BOUND_S):
-                outcome = await action_executor.execute(samples.executes_cleanly)
-        except Exception as error:
-            pytest.fail(
-                "after action_samples.break_environment, execute() raised "
-                f"{exception_text(error, limit=SHORT)} — a broken environment must be "
-                "returned as ActionOutcome(status=env_error)",
-                pytrace=False,
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
+        clean = ("executes_cleanly", samples.executes_cleanly)
+        for which, action in [clean, *_failing(samples), *_refused(samples)]:
+            await _bounded_call(action_executor, action, f"execute(action_samples.{which})")
+        await _bounded_hook(samples.break_environment, action_executor, "break_environment")
+        after = [clean, *_failing(samples), clean, *_refused(samples)]
+        for number, (which, action) in enumerate(after, start=1):
+            where = f"call {number} after action_samples.break_environment"
+            bound = asyncio.timeout(_ENV_ERROR_BOUND_S)
+            try:
+                async with bound:
+                    outcome = await action_executor.execute(action)
+            except Exception as error:
+                if isinstance(error, TimeoutError) and bound.expired():
+                    pytest.fail(
+                        f"{where}, execute(action_samples.{which}), did not return within "
+                        f"{_ENV_ERROR_BOUND_S:g} s",
+                        pytrace=False,
+                    )
+                pytest.fail(
+                    f"{where}, execute(action_samples.{which}) raised "
+                    f"{exception_text(error, limit=SHORT)} — a broken environment must "
+                    "be returned as ActionOutcome(status=env_error), on every call",
+                    pytrace=False,
+                )
+            problems = action_outcome_problems(outcome, f"execute() {where}")
+            assert not problems, "\n".join(problems)
+            if number == 1:
+                assert outcome.status is ActionStatus.ENV_ERROR, (
+                    f"after action_samples.break_environment, execute() returned status "
+                    f"{outcome.status.value}, not env_error (observation "
+                    f"{short(outcome.observation)})"
+                )
+
+    async def test_environment_recovers_when_restored(
+        self, action_executor: ActionExecutor, action_samples: ActionSamples
+    ) -> None:
+        """While its environment is broken every call returns ``env_error``; once the
+        environment is restored, the same executor serves again.
+
+        A run that stopped on ``env_error`` is resumed once the database or the sandbox is
+        back, often with the same long-lived executor. An executor that answers a call in a
+        broken environment with ``executed`` (a cached result, a stale pooled session) writes a
+        step that never happened into the trajectory; one that latches its failure (a circuit
+        breaker that never closes, a dead connection kept in the pool) stops every later run.
+        Checked when ``ActionSamples.restore_environment`` is given (it declares that a break
+        lasts until it runs): twice, the environment is broken, every sample is executed —
+        each call must return ``env_error`` (a refused one may be ``not_executed``), none may
+        raise or come back ``executed`` — then restored, after which every sample must get its
+        normal status again: ``executed`` for the clean and the failing ones, ``not_executed``
+        for the refused ones.
+        """
+        samples = require_samples(action_samples, ActionSamples, "action_samples")
+        if samples.break_environment is None or samples.restore_environment is None:
+            unverifiable(
+                promise=(
+                    "while the environment is broken every call returns env_error, and once it "
+                    "is restored the executor serves again"
+                ),
+                why=(
+                    "the suite cannot break or restore an arbitrary implementation's "
+                    "environment, nor tell whether a break lasts"
+                ),
+                verify_yourself=(
+                    "give ActionSamples(break_environment=<async hook(executor) that breaks "
+                    "it until restored>, restore_environment=<async hook(executor) that undoes "
+                    "the break>) and the kit checks this; or, in a test of your own, break the "
+                    "environment, call execute() several times (each must return env_error), "
+                    "restore it and check that the next calls are executed again"
+                ),
             )
-        problems = action_outcome_problems(outcome, "execute() after break_environment")
-        assert not problems, "\n".join(problems)
-        assert outcome.status is ActionStatus.ENV_ERROR, (
-            f"after action_samples.break_environment, execute() returned status "
-            f"{outcome.status.value}, not env_error (observation {short(outcome.observation)})"
-        )
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
+        run = _Sequence(action_executor, samples)
+        await run.everything("before any break")
+        for cycle in (1, 2):
+            await run.broken(f"break {cycle}, not restored yet")
+            await _bounded_hook(samples.restore_environment, action_executor, "restore_environment")
+            for _ in range(2):
+                await run.everything(f"restored after break {cycle}", judge=True)
+
+    async def test_every_call_returns_env_error_while_broken(
+        self, action_executor: ActionExecutor, action_samples: ActionSamples
+    ) -> None:
+        """After its environment broke, *every* call returns ``env_error`` — not only the first
+        — until the environment is back; none raises, none comes back ``executed``.
+
+        The loop stops a run on ``env_error``, but a resumed run, a retry wrapper or a second
+        run sharing the executor calls again. An executor that reports the break once and then
+        answers from a stale pooled session, a read replica or a result cache writes steps that
+        never happened into the trajectory; one that drops its dead connection and forgets to
+        reconnect raises on the second call. Checked when the samples declare that the break
+        lasts — ``ActionSamples(break_lasts=True)``, or a ``restore_environment`` hook: every
+        sample is run, the environment is broken, and every sample is run again — each must
+        return ``env_error`` (a refused one may be ``not_executed``).
+        """
+        samples = require_samples(action_samples, ActionSamples, "action_samples")
+        if samples.break_environment is None or not (
+            samples.break_lasts or samples.restore_environment is not None
+        ):
+            unverifiable(
+                promise=(
+                    "after the environment broke, every call returns env_error until it is back"
+                ),
+                why=(
+                    "the suite cannot break an arbitrary implementation's environment, and "
+                    "whether a break outlives the session it killed is the implementation's "
+                    "own business (an executor may start a new session on the next call)"
+                ),
+                verify_yourself=(
+                    "give ActionSamples(break_environment=<async hook(executor) that breaks "
+                    "it for the rest of the test>, break_lasts=True) — or a "
+                    "restore_environment hook — and the kit checks this; or, in a test of your "
+                    "own, break the environment and check that several calls in a row each "
+                    "return env_error"
+                ),
+            )
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
+        run = _Sequence(action_executor, samples)
+        await run.everything("before the break")
+        await run.broken("broken for good")
+
+    async def test_truncated_chars_counts_what_was_cut(
+        self, action_executor: ActionExecutor, action_samples: ActionSamples
+    ) -> None:
+        """``observation_truncated_chars`` is the number of characters of the output the
+        observation does not show: nothing cut means the whole output, unchanged.
+
+        The count is summed per run to show how much the model did not see. Counted in bytes
+        (UTF-8 output), against another cap than the one applied, or with the marker's own
+        length mixed in, the sums are wrong without looking wrong. Checked when
+        ``ActionSamples.echo`` is given: texts of non-ASCII characters (CJK, emoji, a combining
+        mark, astral-plane letters) are echoed — just under, at and past ``truncates_at`` when
+        it is given — and for each, with ``cut`` the reported count, the observation must be
+        the text itself when ``cut`` is 0, and otherwise show exactly ``len(text) - cut`` of its
+        characters: its longest common head with the text plus its longest common tail after
+        that head (a truncation marker may stand before, between or after them).
+        """
+        samples = require_samples(action_samples, ActionSamples, "action_samples")
+        if samples.echo is None:
+            unverifiable(
+                promise=(
+                    "observation_truncated_chars is the number of characters of the output the "
+                    "observation does not show"
+                ),
+                why=(
+                    "the suite cannot know what an arbitrary action outputs in full, so it "
+                    "cannot tell a true count from a false one (it checks the sign only, in "
+                    "truncated_chars_is_non_negative)"
+                ),
+                verify_yourself=(
+                    "give ActionSamples(echo=<function text -> an Action whose whole output "
+                    "is text>, truncates_at=<your cap>) and the kit checks this; or, in a test "
+                    "of your own, run an action printing a known non-ASCII text longer than "
+                    "your cap and check len(text) - observation_truncated_chars characters of "
+                    "it are shown"
+                ),
+            )
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
+        cap = samples.truncates_at
+        lengths = _ECHO_LENGTHS if cap is None else sorted({0, cap - 1, cap, cap + 1, 2 * cap + 3})
+        for length in lengths:
+            text = echo_text(length)
+            action = samples.echo(text)
+            if not isinstance(action, Action):
+                pytest.fail(
+                    f"action_samples.echo(text) returned {type(action).__name__}, not a "
+                    "polyloop Action",
+                    pytrace=False,
+                )
+            where = f"execute(action_samples.echo(<{length} non-ASCII characters>))"
+            outcome = await _bounded_call(action_executor, action, where)
+            assert outcome.status is ActionStatus.EXECUTED, (
+                f"{where} came back {outcome.status.value}: the echo sample must run "
+                f"(observation {short(outcome.observation)})"
+            )
+            cut, observation = outcome.observation_truncated_chars, outcome.observation
+            if cut == 0:
+                assert observation == text, (
+                    f"{where} reports 0 characters truncated, but the observation is not the "
+                    f"text: {len(observation)} characters, the first difference at index "
+                    f"{_common_head(text, observation)} "
+                    f"(observation {short(observation)})"
+                )
+                continue
+            shown = shown_characters(text, observation)
+            assert cut <= length, (
+                f"{where} reports {cut} characters truncated of a text of {length} characters"
+            )
+            assert shown + cut == length, (
+                f"{where} reports {cut} characters truncated, but its observation shows "
+                f"{shown} of the text's {length} characters, so {length - shown} were cut "
+                f"(observation {short(observation)})"
+            )
 
     @unverifiable_promise
     async def test_observation_substitution_happens_in_the_library(

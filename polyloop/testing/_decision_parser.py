@@ -2,20 +2,29 @@
 
 A parser sits between free model text and the loop. It is called on whatever the model said —
 and again, on resume, on a reply read back from the log — so it must be total, pure and
-deterministic. The suite feeds it the implementer's three sample replies, slices of them
-(near-misses are the inputs parsers get wrong), and arbitrary nasty text.
+deterministic. The suite feeds it the implementer's three sample replies, variants of them
+(slices, several calls in one reply, words swapped, mixed line endings, lone surrogates in every
+field, long non-ASCII padding: near-misses are the inputs parsers get wrong), and arbitrary nasty
+text well past 64 KiB. With a factory it also parses the same replies in child processes under
+different hash seeds.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
+import sys
+from asyncio.subprocess import Process
 from typing import TypeVar
 
 import pytest
-from hypothesis import example, given
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from polyloop._exception_text import exception_text
 from polyloop.ports import DecisionParser
+from polyloop.testing import _parse_child
 from polyloop.testing import strategies as pst
 from polyloop.testing._base import (
     ContractBase,
@@ -24,9 +33,10 @@ from polyloop.testing._base import (
     require_samples,
     require_seam,
 )
+from polyloop.testing._durability import _child_env
 from polyloop.testing._samples import ParserSamples
 from polyloop.testing._shapes import SHORT, mismatch, parsed_reply_problems, short
-from polyloop.testing._skips import not_applicable
+from polyloop.testing._skips import not_applicable, unverifiable
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -82,32 +92,161 @@ def _sample_replies(samples: ParserSamples) -> list[ModelReply]:
     return found
 
 
-_ANY_REPLY = pst.model_replies()
-_ANY_TEXT = pst.texts()
-_HOW = st.sampled_from(("as_is", "slice", "splice", "other"))
+# Long wild text comes padded around the samples (replies_around) and in the fixed inputs.
+_ANY_REPLY = st.one_of(pst.model_replies(), pst.wild_model_replies(long=False))
 
 
-@st.composite
-def _replies_near(draw: st.DrawFn, samples: ParserSamples) -> ModelReply:
-    """A sample reply, a slice of one, or one with nasty text spliced in; or any reply."""
-    base = draw(st.sampled_from(_sample_replies(samples)))
-    text = base.text
-    how = draw(_HOW)
-    if how == "other":
-        return draw(_ANY_REPLY)
-    if how == "slice" and text:
-        start = draw(st.integers(0, len(text)))
-        end = draw(st.integers(start, len(text)))
-        text = text[start:end]
-    elif how == "splice":
-        at = draw(st.integers(0, len(text)))
-        text = text[:at] + draw(_ANY_TEXT) + text[at:]
-    return ModelReply(
-        text=text,
-        reasoning=draw(st.one_of(st.just(base.reasoning), _ANY_TEXT)),
-        call_id=base.call_id,
-        usage=dict(base.usage),
-    )
+def _replies_near(samples: ParserSamples, *, long: bool = True) -> st.SearchStrategy[ModelReply]:
+    """A sample reply or a variant of one (:func:`polyloop.testing.strategies.replies_around`)."""
+    return pst.replies_around(*_sample_replies(samples), long=long)
+
+
+# The fixed hard inputs every run meets (a bounded Hypothesis run may miss any one of them).
+_NON_ASCII = " naïve 日本語 😀 👨\u200d👩\u200d👧 e\u0301 \U0001d518\U00020000"
+_LONG_UNIT = (
+    "日本語テキスト😀👨\u200d👩\u200d👧 e\u0301\u0323 \U0001d518\U00020000\U0010fffd\u2028"
+    "中文\r\n한국어\r\x00\x1b[0m\u202e\u0301\x85"
+)
+_LONG = _LONG_UNIT * (70_000 // len(_LONG_UNIT) + 1)  # ≥ 70 000 characters, ≈ 200 KB of UTF-8
+_MANY_LINES = "".join(f"{n} ü{pst.LINE_ENDINGS[n % len(pst.LINE_ENDINGS)]}" for n in range(6_000))
+_WORD = re.compile(r"\w+")
+_SHORT_REPLY = 20_000
+_DEEP = 30_000  # levels: thirty times Python's default recursion limit
+
+
+def _text_variants(text: str) -> list[str]:
+    """Deterministic near-misses of one sample text."""
+    words = list(_WORD.finditer(text))
+    swapped = [
+        text[: w.start()] + new + text[w.end() :]
+        for i, w in enumerate(words[:8])
+        for new in (f"w{i}x", f"日本{i}😀")
+    ]
+    variants = [
+        text + "\n" + text,  # several calls in one reply
+        text + "\r\n" + text + "\r" + text,
+        text + "\u2028" + text + "\n\n" + text,
+        *(other + "\n" + text for other in swapped),  # two calls that differ in one word
+        *(text + "\n" + other + "\r\n" + text for other in swapped[1::4]),
+        *swapped,
+        *(text.replace("\n", ending) for ending in ("\r\n", "\r", "\u2028", "\x85")),
+        text.replace("\n", "\r\n", 1).replace("\n", "\r"),
+        text + "\ud800",  # lone surrogates: high, low, a surrogateescape'd byte
+        "\udfff" + text,
+        text.replace(" ", " \udc80", 1),
+        "\x00\x1b[0m" + text.replace(" ", "\x07 ", 1) + "\x7f\x9b",  # control characters
+        text + _NON_ASCII,
+        _NON_ASCII + "\n" + text,
+        text.replace(" ", _NON_ASCII + " ", 1),
+        _LONG + "\n" + text,  # well past 64 KiB, before and after
+        text + "\n" + _LONG,
+        _MANY_LINES + text,
+        "\n".join([text] * (70_000 // (len(text) + 1) + 1)),  # one call after another, 70 000 chars
+    ]
+    opener = next((m.start() for m in re.finditer(r"[\[{(]", text)), len(text))
+    variants += [text[:opener] + "[" * _DEEP, text[:opener] + '{"a":' * (_DEEP // 3)]
+    return variants
+
+
+def _hard_replies(samples: ParserSamples, *, long: bool = True) -> list[ModelReply]:
+    """The samples' deterministic variants, and each sample with a lone surrogate in each of its
+    other string fields (``reasoning``, ``call_id``, a ``usage`` key); ``long=False`` leaves out
+    the ones longer than :data:`_SHORT_REPLY` characters."""
+    found: list[ModelReply] = []
+    for reply in _sample_replies(samples):
+        found += [
+            ModelReply(
+                text=text, reasoning=reply.reasoning, call_id=reply.call_id, usage=reply.usage
+            )
+            for text in _text_variants(reply.text)
+        ]
+        found += [
+            ModelReply(text=reply.text, reasoning="\ud800 thinking \udfff" + _NON_ASCII),
+            ModelReply(text=reply.text, call_id="call-\udc80" + _NON_ASCII),
+            ModelReply(text=reply.text, usage={"tokens\ud800": 1, "日本": 2.5}),
+            ModelReply(text=reply.text, reasoning=_LONG, call_id="c\r\n\u2028"),
+        ]
+    if long:
+        return found
+    return [r for r in found if len(r.text) + len(r.reasoning) <= _SHORT_REPLY]
+
+
+_SEEDS = ("1", "2")  # PYTHONHASHSEED of each child: fixed, so every run probes the same
+_CHILD_BOUND_S = 60.0  # the children's start and parse (cold interpreters under load)
+
+
+async def _spawn_children(factory: str) -> list[Process]:
+    """One child per seed; each imports and builds the parser, then waits for the replies."""
+    return [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            _parse_child.__file__,
+            factory,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**_child_env(), "PYTHONHASHSEED": seed},
+        )
+        for seed in _SEEDS
+    ]
+
+
+async def _parse_in_children(
+    factory: str, children: list[Process], replies: list[ModelReply]
+) -> list[list[str]]:
+    """Each child's description of each reply's decision, one list per seed of :data:`_SEEDS`."""
+    payload = json.dumps([_parse_child.to_wire(r) for r in replies], ensure_ascii=True)
+    try:
+        async with asyncio.timeout(_CHILD_BOUND_S):
+            outputs = await asyncio.gather(
+                *(child.communicate(payload.encode("ascii")) for child in children)
+            )
+    except TimeoutError:
+        pytest.fail(
+            f"the child processes built by parser_samples.factory={factory!r} did not parse "
+            f"{len(replies)} replies within {_CHILD_BOUND_S:g} s",
+            pytrace=False,
+        )
+    finally:
+        await _end(children)
+    found: list[list[str]] = []
+    for seed, child, (out, err) in zip(_SEEDS, children, outputs, strict=True):
+        lines = [
+            line.removeprefix(_parse_child.RESULT)
+            for line in out.decode("ascii", "replace").splitlines()
+            if line.startswith(_parse_child.RESULT)
+        ]
+        if child.returncode != 0 or len(lines) != len(replies):
+            tail = "\n".join(err.decode("utf-8", "replace").strip().splitlines()[-12:])
+            failed = child.returncode == _parse_child.FACTORY_FAILED
+            where = "parser_samples.factory: " if failed else ""
+            pytest.fail(
+                f"{where}the child process (PYTHONHASHSEED={seed}) failed, exit code "
+                f"{child.returncode}:\n{tail}",
+                pytrace=False,
+            )
+        found.append(lines)
+    return found
+
+
+async def _end(children: list[Process]) -> None:
+    for child in children:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+
+
+def _cross_process_problems(replies: list[ModelReply], results: list[list[str]]) -> list[str]:
+    problems = []
+    for index, reply in enumerate(replies):
+        seen = [lines[index] for lines in results]
+        if len(set(seen)) > 1:
+            each = "\n".join(
+                f"  PYTHONHASHSEED={seed}: {short(json.loads(line), 300)}"
+                for seed, line in zip(_SEEDS, seen, strict=True)
+            )
+            problems.append(f"{short(reply, 300)} parsed to different decisions:\n{each}")
+    return problems
 
 
 class DecisionParserContract(ContractBase):
@@ -157,13 +296,17 @@ class DecisionParserContract(ContractBase):
         "Cannot parse" is the normal path, not an exception: the model gets feedback and tries
         again. An exception is not caught by the library, so it ends the run — and since a resume
         parses the logged reply again, the run can never be resumed either. Checked on arbitrary
-        text and reasoning (control characters, astral characters, a 100 000-character reply)
-        and on slices of the implementer's own samples.
+        text in every field of the reply (control characters, CJK, emoji, combining marks,
+        astral characters, lone surrogates, mixed line endings, replies well past 64 KiB and
+        nested deeper than any recursion) and on variants of the implementer's own samples
+        (slices, several calls in one reply, words swapped, long padding).
         """
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
         if data is None:  # the explicit example: the fixed nasty inputs, every run
             for text in (*pst.NASTY_TEXTS, _HUGE):
                 _parse(decision_parser, ModelReply(text=text, reasoning=text))
+            for reply in _hard_replies(samples):
+                _parse(decision_parser, reply)
             return
         reply = data.draw(st.one_of(_ANY_REPLY, _replies_near(samples)), label="reply")
         _parse(decision_parser, reply)
@@ -181,11 +324,17 @@ class DecisionParserContract(ContractBase):
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
         for reply in (*_sample_replies(samples), ModelReply(text=""), ModelReply(text="\x00")):
             _parse(decision_parser, reply)
+        for reply in _hard_replies(samples):
+            _parse(decision_parser, reply)
 
     @bounded_settings(max_examples=30)
     @given(data=st.data())
+    @example(data=None)
     async def test_is_deterministic(
-        self, decision_parser: DecisionParser, parser_samples: ParserSamples, data: st.DataObject
+        self,
+        decision_parser: DecisionParser,
+        parser_samples: ParserSamples,
+        data: st.DataObject | None,
     ) -> None:
         """Parsing the same reply again gives an equal decision of the same type.
 
@@ -194,12 +343,20 @@ class DecisionParserContract(ContractBase):
         random choice), the resumed run continues from a decision the original run never made.
         """
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
-        reply = data.draw(_replies_near(samples), label="reply")
-        first = _parse(decision_parser, reply)
-        for attempt in (2, 3):
-            again = _parse(decision_parser, reply)
-            found = mismatch(first, again, f"parse #{attempt}")
-            assert found is None, f"parsing the same reply again gave a different decision: {found}"
+        if data is None:  # the explicit example: the samples' fixed variants, every run
+            replies, attempts = _hard_replies(samples), [2]
+        else:
+            replies = [data.draw(st.one_of(_replies_near(samples), _ANY_REPLY), label="reply")]
+            attempts = [2, 3]
+        for reply in replies:
+            first = _parse(decision_parser, reply)
+            for attempt in attempts:
+                again = _parse(decision_parser, reply)
+                found = mismatch(first, again, f"parse #{attempt}")
+                assert found is None, (
+                    f"parsing the same reply again gave a different decision: {found}\n"
+                    f"on {short(reply, 300)}"
+                )
 
     async def test_recognises_its_action_sample(
         self, decision_parser: DecisionParser, parser_samples: ParserSamples
@@ -257,21 +414,103 @@ class DecisionParserContract(ContractBase):
         """The ``Action`` parsed from the sample survives the log: canonical JSON and back, equal.
 
         The action is written into an ``ActionIntent`` before it runs, and a resume rebuilds it
-        from there. Arguments that are not JSON data (a set, NaN, an object patched in after
-        construction) make that write fail at the worst moment — with the action about to run.
+        from there. Arguments that are not JSON data (a set, NaN, bytes, an object patched in
+        after construction) make that write fail at the worst moment — with the action about to
+        run. Checked on the sample and on every action parsed from its variants (several calls
+        in one reply, words swapped for non-ASCII ones, lone surrogates, mixed line endings,
+        long padding).
         """
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
         decision = _parse_sample(decision_parser, samples.action_reply, "action_reply", Action)
-        try:
-            if decision.tool_args is not None:
-                canonical_json(dict(decision.tool_args))
-            written = ActionIntent(step_index=0, action=decision).to_json()
-        except (TypeError, ValueError) as error:
-            pytest.fail(
-                f"the parsed action cannot be written to the log: {error}\n{short(decision)}",
-                pytrace=False,
+        _assert_survives_the_log(decision, samples.action_reply)
+        for reply in _hard_replies(samples):
+            variant = _parse(decision_parser, reply)
+            if isinstance(variant, Action):
+                _assert_survives_the_log(variant, reply)
+
+    async def test_is_deterministic_across_processes(
+        self, decision_parser: DecisionParser, parser_samples: ParserSamples
+    ) -> None:
+        """Parsing the same reply in another process gives an equal decision.
+
+        A resume runs in a new process, and every Python process salts ``str`` hashes anew
+        (``PYTHONHASHSEED``): a parser that picks the first element of a set of names, or
+        builds its arguments from a set or a dict of sets, decides one way in the run and
+        another on its resume — while every parse inside one process agrees. Checked when
+        ``parser_samples.factory`` names a factory: the samples, their fixed variants and a
+        batch of generated ones are parsed in child processes under different hash seeds, and
+        every child must reach the same decision for every reply.
+        """
+        samples = require_samples(parser_samples, ParserSamples, "parser_samples")
+        if samples.factory is None:
+            unverifiable(
+                promise="parsing the same reply in another process gives an equal decision",
+                why=(
+                    "the suite has no way to build your parser in a child process, where str "
+                    "hashes are salted differently"
+                ),
+                verify_yourself=(
+                    "return polyloop.testing.ParserSamples(..., factory='package.module:callable')"
+                    ", a callable importable in a child process that takes no arguments and "
+                    "returns your parser, from the fixture that gives your samples (your "
+                    "`parser_samples` override, or the samples fixture your "
+                    "@pytest_polyloop.seam(..., samples=...) tag or polyloop_seams line names), "
+                    "and the kit checks this; or parse the same replies under "
+                    "PYTHONHASHSEED=1 and PYTHONHASHSEED=2 yourself and compare, and never let "
+                    "the iteration order of a set decide"
+                ),
             )
-        read_back = record_from_json(written)
-        assert isinstance(read_back, ActionIntent)
-        found = mismatch(decision, read_back.action, "action")
-        assert found is None, f"the parsed action does not survive the log unchanged: {found}"
+        # Started first: the replies are made while the children import and build the parser.
+        children = await _spawn_children(samples.factory)
+        try:
+            # Long replies probe scanners, not hash order: they stay in-process.
+            replies = [*_sample_replies(samples), *_hard_replies(samples, long=False)]
+            replies += _generated_batch(samples)
+        except BaseException:
+            await _end(children)
+            raise
+        results = await _parse_in_children(samples.factory, children, replies)
+        problems = _cross_process_problems(replies, results)
+        shown = "\n".join(problems[:3])
+        more = f"\n… and {len(problems) - 3} more" if len(problems) > 3 else ""
+        assert not problems, (
+            f"{len(problems)} of {len(replies)} replies parsed to different decisions in "
+            f"processes with different hash seeds (set or dict-of-set iteration order?):\n"
+            f"{shown}{more}"
+        )
+
+
+def _assert_survives_the_log(decision: Action, reply: ModelReply) -> None:
+    try:
+        if decision.tool_args is not None:
+            canonical_json(dict(decision.tool_args))
+        written = ActionIntent(step_index=0, action=decision).to_json()
+    except (TypeError, ValueError) as error:
+        pytest.fail(
+            f"the action parsed from {short(reply, 200)} cannot be written to the log: "
+            f"{error}\n{short(decision)}",
+            pytrace=False,
+        )
+    read_back = record_from_json(written)
+    assert isinstance(read_back, ActionIntent)
+    found = mismatch(decision, read_back.action, "action")
+    assert found is None, (
+        f"the action parsed from {short(reply, 200)} does not survive the log unchanged: {found}"
+    )
+
+
+_BATCH = 24
+
+
+def _generated_batch(samples: ParserSamples) -> list[ModelReply]:
+    """A batch of generated variants of the samples (one Hypothesis draw, no shrinking)."""
+    batch: list[ModelReply] = []
+
+    # One draw on a busy machine may be slow or large: no health check may fail the promise.
+    @settings(bounded_settings(max_examples=1), suppress_health_check=list(HealthCheck))
+    @given(st.lists(_replies_near(samples, long=False), min_size=_BATCH, max_size=_BATCH))
+    def draw(replies: list[ModelReply]) -> None:
+        batch[:] = replies
+
+    draw()
+    return batch

@@ -38,6 +38,7 @@ from polyloop.testing._base import (
 )
 from polyloop.testing._crash_writer import FactoryError, load_factory
 from polyloop.testing._durability import CrashFindings, crash_findings, reopen_problems
+from polyloop.testing._inline_commit import calls, inline_or_skip, read, same_log
 from polyloop.testing._run_ids import fresh_run_id, fresh_run_ids, unique_run_id
 from polyloop.testing._sample_records import finished as _finished
 from polyloop.testing._sample_records import started as _started
@@ -581,6 +582,121 @@ class RunStoreContract(ContractBase):
             records,
             f"calls of {sizes} records (1: append, more: append_many)",
         )
+
+    async def test_inline_commit_declines_without_effect(self, run_store: RunStore) -> None:
+        """A ``commit_now`` that returns ``False`` has done nothing: the log is as it was, and
+        ``append_many`` of the same batch at the same ``sequence`` then commits it.
+
+        The loop awaits ``append_many`` whenever ``commit_now`` declines. A store that wrote
+        some or all of the batch before declining makes that commit a ``RunConflict`` — or, for
+        a record the fence does not catch, a log holding it twice. Checked when the store offers
+        ``commit_now`` (``polyloop.ports.InlineCommitRunStore``), on the batches of a run as the
+        loop commits them, each preceded and followed by a read of the log; a store that never
+        declines on them keeps this promise on them.
+        """
+        commit_now, batches = inline_or_skip(run_store)
+        for finish in (False, True):
+            run_id = fresh_run_id()
+            sequence = 0
+            for batch in calls(run_id, finish=finish):
+                before = await read(run_store, run_id, sequence=sequence)
+                if not commit_now(run_id, batch, sequence=sequence):
+                    same_log(
+                        await read(run_store, run_id),
+                        before,
+                        f"commit_now declined the batch at sequence {sequence} (returned False) "
+                        "but the log changed",
+                    )
+                    await batches.append_many(run_id, batch, sequence=sequence)
+                sequence += len(batch)
+
+    async def test_inline_commit_is_atomic_fenced_and_durable(self, run_store: RunStore) -> None:
+        """``commit_now`` is ``append_many`` without the await: a batch that breaks an append
+        rule raises that rule's error (or is declined) with nothing written, a stale
+        ``sequence`` raises ``RunConflict`` (or is declined) with nothing written, and a batch
+        it commits (``True``) is in the log when it returns.
+
+        The loop calls it in the run's own task and runs the action as soon as it returned
+        ``True``: half a batch, a batch past the fence, or a commit that lands only later (a
+        write scheduled for after the return) is a log the loop never wrote, or an action run
+        with no durable intent. Checked when the store offers ``commit_now``: each committed
+        batch is compared, read back at once, with the same batch awaited through
+        ``append_many`` on a twin run.
+        """
+        commit_now, batches = inline_or_skip(run_store)
+        run_id, twin = fresh_run_ids(2)
+        sequence = 0
+        for batch, twin_batch in zip(
+            calls(run_id, finish=False), calls(twin, finish=False), strict=True
+        ):
+            await batches.append_many(twin, twin_batch, sequence=sequence)
+            if commit_now(run_id, batch, sequence=sequence):
+                same_log(
+                    await read(run_store, run_id),
+                    await read(run_store, twin),
+                    f"read at once after commit_now(sequence={sequence}) returned True",
+                )
+            else:
+                await batches.append_many(run_id, batch, sequence=sequence)
+            sequence += len(batch)
+        written = await read(run_store, run_id)
+        refused: list[tuple[tuple[Record, ...], int, type[Exception]]] = [
+            (
+                (ModelCallIntent(step_index=2, prompt_chars=1), _started(run_id)),
+                sequence,
+                RunAlreadyExists,
+            ),
+            (
+                (_finished(), ModelCallIntent(step_index=2, prompt_chars=2)),
+                sequence,
+                RunAlreadyFinished,
+            ),
+            ((ModelCallIntent(step_index=2, prompt_chars=3),), sequence - 1, RunConflict),
+            ((ModelCallIntent(step_index=2, prompt_chars=4),), sequence + 3, RunConflict),
+        ]
+        for batch, at, error in refused:
+            try:
+                declined = not commit_now(run_id, batch, sequence=at)
+            except error:
+                declined = False
+            else:
+                assert declined, (
+                    f"commit_now of a batch breaking {error.__name__} (sequence {at}) returned True"
+                )
+            same_log(
+                await read(run_store, run_id),
+                written,
+                f"commit_now of a batch breaking {error.__name__} (sequence {at}) "
+                + ("declined" if declined else "raised"),
+            )
+
+    async def test_inline_commit_matches_append_many(self, run_store: RunStore) -> None:
+        """Runs committed through ``commit_now`` (awaiting ``append_many`` when it declines, as
+        the loop does) and through ``append_many`` alone read back as the same log after every
+        commit.
+
+        The loop takes either path for any commit — ``commit_now`` declines when it would have
+        to wait — so a resumed run must not depend on which one a commit took: a path that
+        reorders, drops, re-encodes or delays records rebuilds another run. Checked when the
+        store offers ``commit_now``, on runs that finish and runs that do not.
+        """
+        commit_now, batches = inline_or_skip(run_store)
+        for finish in (False, True):
+            inline, awaited = fresh_run_ids(2)
+            sequence = 0
+            for batch, same in zip(
+                calls(inline, finish=finish), calls(awaited, finish=finish), strict=True
+            ):
+                if not commit_now(inline, batch, sequence=sequence):
+                    await batches.append_many(inline, batch, sequence=sequence)
+                await batches.append_many(awaited, same, sequence=sequence)
+                sequence += len(batch)
+                same_log(
+                    await read(run_store, inline),
+                    await read(run_store, awaited),
+                    f"after the commit ending at sequence {sequence - 1}, the run committed "
+                    "through commit_now against the run committed through append_many",
+                )
 
     async def test_atomic_append(self, run_store: RunStore, store_samples: object) -> None:
         """A crash during ``append`` leaves the record wholly present or wholly absent, and a

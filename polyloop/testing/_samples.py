@@ -21,6 +21,8 @@ __all__ = ["ActionSamples", "EventSinkSamples", "ModelSamples", "ParserSamples",
 _FACTORY = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 #: The longest failure bound a suite waits for: the suite must stay bounded.
 MAX_FAILURE_BOUND_S = 60.0
+#: The largest observation cap the kit echoes past (it sends about twice this many characters).
+MAX_TRUNCATES_AT = 1_000_000
 
 
 def _require(
@@ -33,6 +35,17 @@ def _require(
         raise TypeError(f"{owner}.{name} must be a polyloop {allowed}, got {type(value).__name__}")
 
 
+def _actions(name: str, value: object) -> tuple[Action, ...]:
+    if isinstance(value, str | bytes | Action) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"ActionSamples.{name} must be a sequence of polyloop Action, "
+            f"got {type(value).__name__}"
+        )
+    for index, action in enumerate(value):
+        _require("ActionSamples", f"{name}[{index}]", action, Action)
+    return tuple(value)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ActionSamples:
     """Actions in your executor's language; the suite executes each of them, possibly several
@@ -43,7 +56,9 @@ class ActionSamples:
       non-zero, the query has a syntax error). Your executor must report it ``executed`` with a
       non-empty observation: an action's own error is something the model can correct.
 
-    Optional, each turns one more promise from ``unverifiable`` into checked:
+    Optional: ``refused``, ``break_environment``, ``break_lasts``, ``restore_environment`` and
+    ``echo`` each turn a promise from ``unverifiable`` into checked; the ``more_*`` ones widen
+    checked promises:
 
     * ``refused`` — an action your executor must refuse without running it (an unknown tool,
       arguments that fail the schema): ``status_trigger_conditions`` demands ``not_executed``.
@@ -51,7 +66,30 @@ class ActionSamples:
       is code to run); the promise is then ``not_applicable``.
     * ``break_environment`` — ``async def hook(executor) -> None`` that breaks the executor's
       environment (kill its session, close its connection); ``failure_is_a_return_value``
-      then demands that ``execute(executes_cleanly)`` *returns* ``env_error`` instead of raising.
+      then runs a few actions, calls the hook, and demands that the calls after it *return*
+      (never raise) and that the first, ``execute(executes_cleanly)``, is ``env_error``.
+    * ``break_lasts=True`` — declares that ``break_environment`` breaks the environment for the
+      rest of the test, not only the session the executor holds (which it might replace on the
+      next call): ``every_call_returns_env_error_while_broken`` then demands ``env_error`` from
+      every sample after the break.
+    * ``restore_environment`` — ``async def hook(executor) -> None`` that undoes
+      ``break_environment`` (needs it). Giving it declares that the break lasts until this
+      hook runs (as ``break_lasts``): ``environment_recovers_when_restored`` demands
+      ``env_error`` from every call while the environment is broken and normal service again
+      after the restore.
+    * ``more_executes_but_errors`` — more actions whose own code fails, each one differently
+      (code raising ``TypeError``, ``ValueError``, ``AttributeError``; a tool reporting an
+      error): each must be ``executed`` with a non-empty observation, like
+      ``executes_but_errors``, and each joins the call sequences.
+    * ``more_refused`` — more actions to refuse (needs ``refused``): missing or extra
+      arguments, a wrong argument type, a second unknown name; each must be ``not_executed``.
+    * ``echo`` — ``def echo(text: str) -> Action``: an action whose whole observation, when
+      nothing is cut, is exactly ``text`` (for a code executor ``print(text, end="")``, for a
+      tool executor an echo tool). ``truncated_chars_counts_what_was_cut`` then echoes texts of
+      non-ASCII characters and checks that ``observation_truncated_chars`` is the number of
+      characters of the text the observation does not show. ``truncates_at`` (needs ``echo``)
+      is your executor's observation cap in characters, if it has one: the texts then lie just
+      under, at and past it, so the cutting path itself is checked.
 
     None may touch a real external side effect (delete files, send requests, spend money):
     the suite really runs them and interrupts one, leaving it half done.
@@ -62,11 +100,50 @@ class ActionSamples:
     refused: Action | None = None
     never_refuses: bool = False
     break_environment: Callable[[Any], Awaitable[None]] | None = None
+    restore_environment: Callable[[Any], Awaitable[None]] | None = None
+    break_lasts: bool = False
+    more_executes_but_errors: Sequence[Action] = ()
+    more_refused: Sequence[Action] = ()
+    echo: Callable[[str], Action] | None = None
+    truncates_at: int | None = None
 
     def __post_init__(self) -> None:
         _require("ActionSamples", "executes_cleanly", self.executes_cleanly, Action)
         _require("ActionSamples", "executes_but_errors", self.executes_but_errors, Action)
         _require("ActionSamples", "refused", self.refused, Action, optional=True)
+        for name in ("more_executes_but_errors", "more_refused"):
+            object.__setattr__(self, name, _actions(name, getattr(self, name)))
+        if self.more_refused and self.refused is None:
+            raise ValueError(
+                "ActionSamples.more_refused needs refused (the first action to refuse); with "
+                "never_refuses=True there is nothing to refuse"
+            )
+        for name in ("restore_environment", "echo"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise TypeError(
+                    f"ActionSamples.{name} must be a function, got {type(value).__name__}"
+                )
+        if not isinstance(self.break_lasts, bool):
+            raise TypeError("ActionSamples.break_lasts must be a bool")
+        if self.break_lasts and self.break_environment is None:
+            raise ValueError("ActionSamples.break_lasts describes break_environment: give both")
+        if self.restore_environment is not None and self.break_environment is None:
+            raise ValueError(
+                "ActionSamples.restore_environment undoes break_environment: give both"
+            )
+        if self.truncates_at is not None:
+            if self.echo is None:
+                raise ValueError("ActionSamples.truncates_at needs echo (the kit echoes past it)")
+            if (
+                isinstance(self.truncates_at, bool)
+                or not isinstance(self.truncates_at, int)
+                or not 1 <= self.truncates_at <= MAX_TRUNCATES_AT
+            ):
+                raise ValueError(
+                    "ActionSamples.truncates_at must be your executor's observation cap, an int "
+                    f"in [1, {MAX_TRUNCATES_AT}], got {self.truncates_at!r}"
+                )
         if not isinstance(self.never_refuses, bool):
             raise TypeError("ActionSamples.never_refuses must be a bool")
         if self.never_refuses and self.refused is not None:
@@ -90,16 +167,31 @@ class ParserSamples:
       feedback for the model).
     * ``final_reply`` — a reply it turns into a ``FinalAnswer``; ``None`` if your parser has no
       final-answer form (the final-answer promise is then ``not_applicable``).
+
+    Optional, to have ``is_deterministic_across_processes`` checked:
+
+    * ``factory`` — ``"package.module:callable"``, importable in a child process (it inherits
+      the test process's ``sys.path``); called with no arguments it returns your parser,
+      configured like the one your fixture returns. The suite parses the same replies in child
+      processes started with different ``PYTHONHASHSEED`` values and compares the results.
     """
 
     action_reply: ModelReply
     invalid_reply: ModelReply
     final_reply: ModelReply | None = None
+    factory: str | None = None
 
     def __post_init__(self) -> None:
         _require("ParserSamples", "action_reply", self.action_reply, ModelReply)
         _require("ParserSamples", "invalid_reply", self.invalid_reply, ModelReply)
         _require("ParserSamples", "final_reply", self.final_reply, ModelReply, optional=True)
+        if self.factory is not None and (
+            not isinstance(self.factory, str) or not _FACTORY.match(self.factory)
+        ):
+            raise ValueError(
+                "ParserSamples.factory must name an importable callable as "
+                f"'package.module:callable' (it takes no arguments), got {self.factory!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,6 +18,30 @@ break serialisation and comparisons in practice:
 
 Integers in records are kept in ``0 … 2**63 - 1`` and floats in JSON data are exact binary
 fractions, so every value here has one faithful representation in JSON, SQLite and PostgreSQL.
+
+Reply and text strategies for parsers (what a model can really send, lone surrogates included —
+a ``str`` can hold one, and a reply decoded with ``errors="surrogateescape"`` does):
+
+* :func:`wild_texts` — any ``str``: CJK, emoji sequences, combining marks, astral characters,
+  control characters, mixed line endings (:data:`LINE_ENDINGS`) and lone surrogates;
+* :func:`long_reply_texts` — such text well past 64 KiB (Hypothesis caps one draw, so it is
+  built by repeating drawn pieces), and runs of one opener (``[[[…``) nested deeper than any
+  recursion;
+* :func:`wild_model_replies` — replies with wild text in every string field;
+* :func:`replies_around` — variants of replies in *your* format: several calls in one reply,
+  words swapped, line endings swapped, nasty text spliced in or around, long padding.
+
+Example, a test of your own parser::
+
+    from hypothesis import given
+    from polyloop import ModelReply
+    from polyloop.testing import strategies as pst
+
+    SAMPLE = ModelReply(text='CALL add {"a": 1, "b": 2}')
+
+    @given(reply=pst.replies_around(SAMPLE))
+    def test_parse_is_total(reply):
+        MyParser().parse(reply)  # must return a decision, never raise
 """
 
 from __future__ import annotations
@@ -25,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import string
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -63,6 +88,7 @@ from polyloop.types import (
 
 __all__ = [
     "FIELD_TEXTS",
+    "LINE_ENDINGS",
     "MAX_LONG_TEXT_BYTES",
     "NASTY_TEXTS",
     "action_intent_records",
@@ -78,6 +104,7 @@ __all__ = [
     "invalid_decisions",
     "json_objects",
     "json_values",
+    "long_reply_texts",
     "long_texts",
     "messages",
     "model_call_intent_records",
@@ -88,6 +115,7 @@ __all__ = [
     "parsed_replies",
     "record_texts",
     "records",
+    "replies_around",
     "run_finished_records",
     "run_ids",
     "run_log_objects",
@@ -102,6 +130,8 @@ __all__ = [
     "timestamps",
     "tools",
     "usage_numbers",
+    "wild_model_replies",
+    "wild_texts",
 ]
 
 MAX_INT = 2**63 - 1
@@ -650,3 +680,217 @@ def run_results() -> st.SearchStrategy[RunResult]:
 def run_log_objects(run_id: str | None = None) -> st.SearchStrategy[RunLog]:
     """``RunLog`` values as ``read_log`` returns them: empty, or a log from :func:`run_logs`."""
     return st.one_of(st.just(RunLog.empty()), run_logs(run_id).map(RunLog))
+
+
+# --------------------------------------------------------------------------- parser inputs
+# What a model really sends a parser: any str (lone surrogates included — a reply decoded with
+# errors="surrogateescape" holds them), long, multilingual, with every kind of line ending and
+# several tool calls in one reply.
+
+#: Every line ending a reply can mix: Unix, Windows, old Mac, the Unicode line and paragraph
+#: separators, NEL, vertical tab, form feed and the file separator (``str.splitlines`` splits on
+#: each; ``str.split("\n")`` only on the first two).
+LINE_ENDINGS: tuple[str, ...] = (
+    "\n",
+    "\r\n",
+    "\r",
+    "\u2028",
+    "\u2029",
+    "\x85",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+)
+
+_WILD_PIECES: tuple[str, ...] = (
+    "日本語",  # CJK
+    "中文テキスト",
+    "한국어",
+    "\U0001f600",  # emoji: one, a ZWJ family, a flag, a heart with its variation selector
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+    "\U0001f1fa\U0001f1f8",
+    "\u2764\ufe0f",
+    "e\u0301",  # combining marks: on a letter, stacked, alone with nothing to combine with
+    "a\u0308\u0323",
+    "\u0301",
+    "\U0001d518",  # astral: mathematical letter, CJK extension B, plane-16 private use, tag
+    "\U00020000",
+    "\U0010fffd",
+    "\U000e0001",
+    "\x00",  # control characters: NUL, bell, an escape sequence, DEL, a C1 control
+    "\x07",
+    "\x1b[0m",
+    "\x7f",
+    "\x9b",
+    "\ud800",  # lone surrogates: high, low, and a byte as surrogateescape decodes it
+    "\udfff",
+    "\udc80",
+    "\ufeff",  # byte-order mark, zero-width space, right-to-left override
+    "\u200b",
+    "\u202e",
+)
+
+_WILD_PIECE = st.one_of(
+    st.sampled_from(_WILD_PIECES),
+    st.sampled_from(LINE_ENDINGS),
+    st.characters(),  # any code point, lone surrogates included
+    st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
+    st.characters(categories=["Mn", "Me"]),
+    st.characters(min_codepoint=0x10000),
+    st.characters(categories=["Cc"]),
+)
+
+#: Openers a recursive scanner descends into; a long run of one nests deeper than any stack.
+_OPENERS: tuple[str, ...] = ("[", "{", "(", '{"a":', '{"a":[', "<a>", "```\n", "\\", '"', "> ")
+
+
+def wild_texts(*, max_size: int = _SHORT) -> st.SearchStrategy[str]:
+    """Any ``str`` a reply can hold: everything :func:`texts` draws, plus text built from up to
+    ``max_size`` pieces — CJK, emoji sequences, combining marks, astral characters, control
+    characters, mixed :data:`LINE_ENDINGS` and lone surrogates (``"\\ud800"``), which
+    ``str.encode("utf-8")`` refuses."""
+    return st.one_of(
+        texts(max_size=max_size),
+        st.lists(_WILD_PIECE, max_size=max_size).map("".join),
+    )
+
+
+def _with_a_surrogate() -> st.SearchStrategy[str]:
+    """Wild text that holds at least one lone surrogate (drawn on purpose in every field: left
+    to chance, a bounded run rarely puts one in a short field)."""
+    return st.builds(
+        lambda head, surrogate, tail: head + surrogate + tail,
+        wild_texts(max_size=6),
+        st.sampled_from(("\ud800", "\udbff", "\udc80", "\udfff")),
+        wild_texts(max_size=6),
+    )
+
+
+def _wild_field() -> st.SearchStrategy[str]:
+    return st.one_of(wild_texts(), _with_a_surrogate())
+
+
+def _repeated_joined(pieces: list[str], separator: str, size: int) -> str:
+    unit = separator.join(pieces) + separator
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def long_reply_texts(*, min_size: int = 70_000) -> st.SearchStrategy[str]:
+    """Text of ``min_size`` to ``2 * min_size`` characters (by default well past 64 KiB, and
+    two to four times that in UTF-8 bytes when it is not ASCII).
+
+    Hypothesis caps how much one draw can generate, so the text is built from a few drawn
+    pieces (:func:`wild_texts` or an opener such as ``[`` or ``{"a":``) repeated, joined by a
+    drawn line ending or by nothing — which also gives many short lines, and runs of one opener
+    nested deeper than Python's recursion limit.
+    """
+    if min_size < 1:
+        raise ValueError("long_reply_texts(min_size=...) must be at least 1")
+    piece = st.one_of(wild_texts(max_size=12).filter(bool), st.sampled_from(_OPENERS))
+    return st.builds(
+        _repeated_joined,
+        st.lists(piece, min_size=1, max_size=6),
+        st.sampled_from(("", *LINE_ENDINGS)),
+        st.integers(min_value=min_size, max_value=2 * min_size),
+    )
+
+
+def wild_model_replies(*, long: bool = True) -> st.SearchStrategy[ModelReply]:
+    """Replies with :func:`wild_texts` in every string field: ``text``, ``reasoning``,
+    ``call_id`` (``None`` or non-empty) and the ``usage`` keys; with ``long=True`` the text or
+    reasoning is sometimes a :func:`long_reply_texts` one."""
+    text = st.one_of(_wild_field(), long_reply_texts()) if long else _wild_field()
+    return st.builds(
+        ModelReply,
+        text=text,
+        reasoning=text,
+        call_id=st.one_of(st.none(), _wild_field().filter(bool)),
+        usage=st.dictionaries(_wild_field(), usage_numbers(), max_size=3),
+    )
+
+
+# Built once: a composite that builds strategies on every draw spends its time validating them.
+_WILD_FIELD = _wild_field()
+_ID_FIELD = _WILD_FIELD.filter(bool)
+_LONG_TEXT = long_reply_texts()
+_USAGE = st.dictionaries(_WILD_FIELD, usage_numbers(), min_size=1, max_size=2)
+_ENDING_RUNS = st.lists(st.sampled_from(LINE_ENDINGS), min_size=1, max_size=4)
+_KEEP = st.booleans()
+
+_WORD = re.compile(r"\w+")
+_JOINS = st.one_of(st.sampled_from(LINE_ENDINGS), st.sampled_from(("", " ", "\n\n", "\nThen:\n")))
+_NEW_WORD = st.one_of(
+    st.text(st.sampled_from(string.ascii_letters + "_"), min_size=1, max_size=10),
+    st.sampled_from(("naïve", "日本語", "x\U0001f600", "e\u0301", "\U0001d518")),
+    wild_texts(max_size=4).filter(bool),
+)
+
+
+def _swap_word(draw: st.DrawFn, text: str) -> str:
+    words = list(_WORD.finditer(text))
+    if not words:
+        return text
+    word = words[draw(st.integers(0, len(words) - 1))]
+    return text[: word.start()] + draw(_NEW_WORD) + text[word.end() :]
+
+
+def _with_endings(draw: st.DrawFn, text: str) -> str:
+    endings = iter(draw(_ENDING_RUNS) * len(text))
+    return re.sub(r"\r\n|\n", lambda _: next(endings), text)
+
+
+_HOWS = ("as_is", "slice", "splice", "several", "word", "line_endings", "padded")
+
+
+_LONG_HOWS = st.sampled_from(_HOWS)
+_SHORT_HOWS = st.sampled_from(_HOWS[:-1])
+_PAD_WHERE = st.integers(0, 2)
+
+
+@st.composite
+def _around(
+    draw: st.DrawFn, texts: st.SearchStrategy[int], replies: tuple[ModelReply, ...], long: bool
+) -> ModelReply:
+    base = replies[draw(texts)]
+    text = base.text
+    how = draw(_LONG_HOWS if long else _SHORT_HOWS)
+    if how == "slice" and text:
+        start = draw(st.integers(0, len(text)))
+        text = text[start : draw(st.integers(start, len(text)))]
+    elif how == "splice":
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(_WILD_FIELD) + text[at:]
+    elif how == "several":  # several tool calls in one reply, some with a word changed
+        for _ in range(draw(st.integers(1, 3))):
+            other = replies[draw(texts)].text
+            text = text + draw(_JOINS) + (_swap_word(draw, other) if draw(_KEEP) else other)
+    elif how == "word":
+        text = _swap_word(draw, text)
+    elif how == "line_endings":
+        text = _with_endings(draw, text)
+    elif how == "padded":
+        pad = draw(_LONG_TEXT)
+        text = (pad + text, text + pad, pad + text + pad)[draw(_PAD_WHERE)]
+    return ModelReply(
+        text=text,
+        reasoning=base.reasoning if draw(_KEEP) else draw(_WILD_FIELD),
+        call_id=(base.call_id if draw(_KEEP) else None) if draw(_KEEP) else draw(_ID_FIELD),
+        usage=dict(base.usage) if draw(_KEEP) else draw(_USAGE),
+    )
+
+
+def replies_around(*replies: ModelReply, long: bool = True) -> st.SearchStrategy[ModelReply]:
+    """Variants of replies in *your* parser's format — the inputs parsers get wrong.
+
+    One of ``replies`` as it is, a slice of it, :func:`wild_texts` spliced in, several of them
+    in one reply (several tool calls, some with a word changed, joined by any line ending), a
+    word swapped for another (ASCII or not), its line endings swapped for mixed ones, or (with
+    ``long=True``) padded with :func:`long_reply_texts` before, after or both. ``reasoning``,
+    ``call_id`` and the ``usage`` keys are kept or replaced by wild text.
+    """
+    if not replies:
+        raise ValueError("replies_around() needs at least one ModelReply")
+    for reply in replies:
+        if not isinstance(reply, ModelReply):
+            raise TypeError(f"replies_around() takes ModelReply values, got {type(reply).__name__}")
+    return _around(st.integers(0, len(replies) - 1), tuple(replies), long)

@@ -20,4 +20,6 @@ class TestCodeBlockParserContract(DecisionParserContract):
             action_reply=ModelReply(text="Let me check.\n```python\nprint(6 * 7)\n```"),
             invalid_reply=ModelReply(text="I would print 6 * 7, I think."),
             final_reply=ModelReply(text="FINAL ANSWER: 42"),
+            # Built again in child processes for is_deterministic_across_processes.
+            factory="polyloop.parsers:CodeBlockParser",
         )

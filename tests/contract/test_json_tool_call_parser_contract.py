@@ -22,4 +22,6 @@ class TestJsonToolCallParserContract(DecisionParserContract):
             ),
             invalid_reply=ModelReply(text='{"tool": "search", "arguments": '),
             final_reply=ModelReply(text='{"final_answer": "42"}'),
+            # Built again in child processes for is_deterministic_across_processes.
+            factory="polyloop.parsers:JsonToolCallParser",
         )

@@ -68,12 +68,25 @@ async def kill_the_server(executor: MCPExecutor) -> None:
     raise AssertionError(f"the MCP server {pid} outlived SIGKILL by 10 s")
 
 
-def _samples(refused: Action) -> ActionSamples:
+def _call(name: str, **args: object) -> Action:
+    return Action(text=f"{name} {args}", tool_name=name, tool_args=args)
+
+
+#: Calls the executor must not send, checked against the published schemas before sending (an
+#: extra argument is not among them: the published schemas allow additional properties).
+_MORE_REFUSED = (
+    _call("lookup"),  # a required argument missing
+    _call("lookup", key=3),  # the wrong type
+)
+
+
+def _samples(refused: Action, *more_refused: Action) -> ActionSamples:
     return ActionSamples(
         executes_cleanly=Action(text="lookup pi", tool_name="lookup", tool_args={"key": "pi"}),
         # the tool runs and reports an error (isError): executed, the model can correct it
         executes_but_errors=Action(text="lookup tau", tool_name="lookup", tool_args={"key": "tau"}),
         refused=refused,
+        more_refused=(*more_refused, *_MORE_REFUSED),
         break_environment=kill_the_server,
     )
 
@@ -92,7 +105,7 @@ class TestMCPExecutorOverStdioContract(ActionExecutorContract):
 
     @pytest.fixture
     def action_samples(self) -> ActionSamples:
-        return _samples(Action(text="delete pi", tool_name="delete", tool_args={"key": "pi"}))
+        return _samples(_call("delete", key="pi"), _call("add", a=1, b=5000))
 
 
 class TestMCPExecutorOverHttpContract(ActionExecutorContract):
@@ -110,4 +123,4 @@ class TestMCPExecutorOverHttpContract(ActionExecutorContract):
     @pytest.fixture
     def action_samples(self) -> ActionSamples:
         # b lies in [-1000, 1000] in the published schema: the call must not be sent
-        return _samples(Action(text="add 1 5000", tool_name="add", tool_args={"a": 1, "b": 5000}))
+        return _samples(_call("add", a=1, b=5000), _call("delete", key="pi"))

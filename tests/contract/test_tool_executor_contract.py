@@ -1,13 +1,17 @@
 """ToolExecutor keeps every ActionExecutor promise of the contract kit.
 
-Its tool reads constants through a small connection the fixture owns; ``break_environment``
-closes that connection, after which the tool raises ``ToolEnvironmentError`` and ``execute``
-must return ``env_error``.
+Its tools read constants through a small connection the fixture owns; ``break_environment``
+closes that connection, after which the tools raise ``ToolEnvironmentError`` and ``execute``
+must return ``env_error`` until ``restore_environment`` opens it again. The failing samples
+raise ``KeyError``, ``TypeError``, ``ValueError`` and ``AttributeError`` in the tools' own code
+(all ``executed``); the refused ones name no such tool or break the published schema (all
+``not_executed``); ``echo`` runs through the executor's observation cap.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -28,8 +32,45 @@ class Constants:
             raise ToolEnvironmentError("the constants connection is closed")
         return {"pi": "3.14159"}[key]  # an unknown key raises KeyError: an action's own error
 
+    async def describe(self, key: str, digits: int) -> str:
+        value: Any = await self.lookup(key)
+        if digits < 0:
+            raise ValueError(f"digits must be >= 0, got {digits}")
+        if digits > 5:
+            return str(value + digits)  # the tool's own bug: str + int, a TypeError
+        return f"{key} = {value[: digits + 2]}"
+
+    async def unit(self, key: str) -> str:
+        value: Any = await self.lookup(key)
+        return str(value.unit)  # the tool's own bug: a str has no unit, an AttributeError
+
+    async def echo(self, text: str) -> str:
+        await self.lookup("pi")
+        return text
+
     def close(self) -> None:
         self.open = False
+
+    def reopen(self) -> None:
+        self.open = True
+
+
+#: The observation cap of the executor under test (the echo sample runs past it).
+CAP = 500
+
+
+def _tool(name: str, func: object, **properties: object) -> Tool:
+    return Tool(
+        name=name,
+        description=f"{name} a constant",
+        parameters={
+            "type": "object",
+            "properties": properties,
+            "required": list(properties),
+            "additionalProperties": False,
+        },
+        func=func,  # type: ignore[arg-type]
+    )
 
 
 class TestToolExecutorContract(ActionExecutorContract):
@@ -39,32 +80,44 @@ class TestToolExecutorContract(ActionExecutorContract):
 
     @pytest.fixture
     def action_executor(self, constants: Constants) -> ToolExecutor:
+        key = {"type": "string"}
         registry = ToolRegistry(
             [
-                Tool(
-                    name="lookup",
-                    description="look a constant up",
-                    parameters={
-                        "type": "object",
-                        "properties": {"key": {"type": "string"}},
-                        "required": ["key"],
-                    },
-                    func=constants.lookup,
-                )
+                _tool("lookup", constants.lookup, key=key),
+                _tool("describe", constants.describe, key=key, digits={"type": "integer"}),
+                _tool("unit", constants.unit, key=key),
+                _tool("echo", constants.echo, text={"type": "string"}),
             ]
         )
-        return ToolExecutor(registry)
+        return ToolExecutor(registry, max_observation_chars=CAP)
 
     @pytest.fixture
     def action_samples(self, constants: Constants) -> ActionSamples:
         async def close_the_connection(executor: ToolExecutor) -> None:
             constants.close()
 
+        async def reopen_the_connection(executor: ToolExecutor) -> None:
+            constants.reopen()
+
+        def call(name: str, **args: object) -> Action:
+            return Action(text=f"{name} {args}", tool_name=name, tool_args=args)
+
         return ActionSamples(
-            executes_cleanly=Action(text="lookup pi", tool_name="lookup", tool_args={"key": "pi"}),
-            executes_but_errors=Action(
-                text="lookup tau", tool_name="lookup", tool_args={"key": "tau"}
+            executes_cleanly=call("lookup", key="pi"),
+            executes_but_errors=call("lookup", key="tau"),  # KeyError
+            more_executes_but_errors=(
+                call("describe", key="pi", digits=9),  # TypeError in the tool's code
+                call("describe", key="pi", digits=-1),  # ValueError
+                call("unit", key="pi"),  # AttributeError
             ),
-            refused=Action(text="delete pi", tool_name="delete", tool_args={"key": "pi"}),
+            refused=call("delete", key="pi"),
+            more_refused=(
+                call("lookup"),  # a required argument missing
+                call("lookup", key="pi", digits=2),  # an argument the tool does not take
+                call("describe", key="pi", digits="two"),  # the wrong type
+            ),
             break_environment=close_the_connection,
+            restore_environment=reopen_the_connection,
+            echo=lambda text: call("echo", text=text),
+            truncates_at=CAP,
         )

@@ -327,7 +327,7 @@ class PointedBatchStore(PointedStore):
 @dataclass
 class InPlaceCommits:
     """How the commits of an :func:`pointed_in_place` store went: ``inline`` in the run's own
-    task (``_commit_now``), or through ``append_many``."""
+    task (``commit_now``), or through ``append_many``."""
 
     inline: int = 0
     awaited: int = 0
@@ -335,10 +335,12 @@ class InPlaceCommits:
 
 def pointed_in_place(store: SQLiteStore, points: CrashPoints) -> InPlaceCommits:
     """The same points as :class:`PointedBatchStore`, put on ``store`` itself: the loop still
-    sees exactly an ``SQLiteStore`` and commits through its ``_commit_now`` with no task, so the
-    crash points cover that path. A commit ``_commit_now`` declines is awaited through
-    ``append_many``; its "before" point is passed once."""
-    commit_now, append_many = store._commit_now, store.append_many
+    sees an ``SQLiteStore`` whose ``commit_now`` and ``append_many`` are both the instance's own
+    (so the fast-path rule of ``InlineCommitRunStore`` keeps the inline commit) and commits
+    through ``commit_now`` with no task, so the crash points cover that path. A commit
+    ``commit_now`` declines is awaited through ``append_many``; its "before" point is passed
+    once."""
+    commit_now, append_many = store.commit_now, store.append_many
     counts = InPlaceCommits()
     begun: set[int] = set()
 
@@ -349,9 +351,9 @@ def pointed_in_place(store: SQLiteStore, points: CrashPoints) -> InPlaceCommits:
             points.passed(f"before_commit:{sequence}:{kinds}")
         return f"after_commit:{sequence}:{kinds}"
 
-    def pointed_commit_now(run_id: str, records: Sequence[Record], sequence: int) -> bool:
+    def pointed_commit_now(run_id: str, records: Sequence[Record], *, sequence: int) -> bool:
         after = before(sequence, records)
-        done = commit_now(run_id, records, sequence)
+        done = commit_now(run_id, records, sequence=sequence)
         if done:
             counts.inline += 1
             points.passed(after)
@@ -363,7 +365,7 @@ def pointed_in_place(store: SQLiteStore, points: CrashPoints) -> InPlaceCommits:
         counts.awaited += 1
         points.passed(after)
 
-    store._commit_now = pointed_commit_now  # type: ignore[method-assign]
+    store.commit_now = pointed_commit_now  # type: ignore[method-assign]
     store.append_many = pointed_append_many  # type: ignore[method-assign]
     return counts
 

@@ -792,3 +792,6 @@ class BatchWrittenBackwards(MemoryStore):
 
 # Issue #21, classes 4 and 7: sinks and stores with their correct twins, in a module of their own.
 from tests.kit.broken_delivery import *  # noqa: E402, F403
+
+# Issue #24: stores offering the inline commit, right and wrong, in a module of their own.
+from tests.kit.broken_inline import *  # noqa: E402, F403

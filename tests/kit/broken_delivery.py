@@ -60,17 +60,17 @@ class _DocumentStore(MemoryStore):
 
     errors = "strict"
 
-    def _commit_now(self, run_id: str, records: Sequence[Record], sequence: int) -> bool:
+    def commit_now(self, run_id: str, records: Sequence[Record], *, sequence: int) -> bool:
         stored = [_reencoded(record, self.errors) for record in records]
-        return super()._commit_now(run_id, stored, sequence)
+        return super().commit_now(run_id, stored, sequence=sequence)
 
 
 class KeepsRecordText(MemoryStore):
     """Correct twin: keeps ``record.to_json()`` as its bytes, exactly as the codec gives it."""
 
-    def _commit_now(self, run_id: str, records: Sequence[Record], sequence: int) -> bool:
+    def commit_now(self, run_id: str, records: Sequence[Record], *, sequence: int) -> bool:
         stored = [record_from_json(record.to_json().encode("utf-8")) for record in records]
-        return super()._commit_now(run_id, stored, sequence)
+        return super().commit_now(run_id, stored, sequence=sequence)
 
 
 class ReplacesUnencodableText(_DocumentStore):

@@ -39,6 +39,9 @@ SPEC_CATALOGUE = {
     "action_executor.cancellation_propagates_and_is_not_swallowed": "checked",
     "action_executor.status_trigger_conditions": "checked",  # with its opt-in sample
     "action_executor.failure_is_a_return_value": "checked",  # with its opt-in sample
+    "action_executor.environment_recovers_when_restored": "checked",  # with its opt-in sample
+    "action_executor.every_call_returns_env_error_while_broken": "checked",  # opt-in sample
+    "action_executor.truncated_chars_counts_what_was_cut": "checked",  # with its opt-in sample
     "action_executor.observation_substitution_happens_in_the_library": "unverifiable",
     "decision_parser.never_raises": "checked",
     "decision_parser.returns_one_of_three_branches": "checked",
@@ -47,6 +50,7 @@ SPEC_CATALOGUE = {
     "decision_parser.invalid_reply_gets_feedback": "checked",
     "decision_parser.recognises_its_final_answer_sample": "checked",
     "decision_parser.action_is_serialisable": "checked",
+    "decision_parser.is_deterministic_across_processes": "checked",  # with its opt-in sample
     "model_client.returns_a_model_reply": "checked",
     "model_client.call_id_is_never_empty_string": "checked",
     "model_client.does_not_mutate_messages": "checked",

@@ -79,8 +79,8 @@ MATRIX: dict[str, SeamMatrix] = {
         breakers=(
             _b(
                 "RaisesOnControlCharacters",
-                "never_raises returns_one_of_three_branches",
-                "is_deterministic",
+                "never_raises returns_one_of_three_branches is_deterministic "
+                "action_is_serialisable",
             ),
             _b("NondeterministicFeedback", "is_deterministic"),
             _b(
@@ -92,7 +92,7 @@ MATRIX: dict[str, SeamMatrix] = {
             _b(
                 "FeedbackPatchedToNone",
                 "invalid_reply_gets_feedback returns_one_of_three_branches never_raises "
-                "is_deterministic",
+                "is_deterministic action_is_serialisable",
             ),
             _b(
                 "RecognisesNothing",
@@ -242,6 +242,26 @@ _extend(
     _b("KeepsRecordText", ""),
     _b("ReplacesUnencodableText", f"{_ROUND_TRIP} {_STATEFUL}"),
     _b("SurrogateEscapeBytes", _ROUND_TRIP),
+)
+
+
+# --------------------------------------------------------------------------- issue #24
+# The inline commit (InlineCommitRunStore.commit_now): each breaker keeps append_many correct
+# and breaks commit_now only; DeclinesEveryOtherCommit is the correct twin (tests/kit/
+# broken_inline). Both comparing promises compare with a twin run, so a reordered batch shows
+# in both.
+_INLINE_DECLINES = "inline_commit_declines_without_effect"
+_INLINE_ATOMIC = "inline_commit_is_atomic_fenced_and_durable"
+_INLINE_MATCHES = "inline_commit_matches_append_many"
+_extend(
+    "run_store",
+    _b("DeclinesEveryOtherCommit", ""),
+    _b("DeclinesAfterWriting", f"{_INLINE_DECLINES} {_INLINE_ATOMIC} {_INLINE_MATCHES}"),
+    _b("InlineCommitUntilTheBadRecord", _INLINE_ATOMIC),
+    _b("InlineCommitUnfenced", _INLINE_ATOMIC),
+    # Its next call writes what it held, and the awaited twin's commit is such a call.
+    _b("CommitsNowButWritesLater", _INLINE_ATOMIC),
+    _b("InlineCommitBackwards", f"{_INLINE_ATOMIC} {_INLINE_MATCHES}"),
 )
 
 

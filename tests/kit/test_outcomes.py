@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from polyloop.testing import parse_skip_reason
+from polyloop.testing import BUILTIN_SUITES, parse_skip_reason
 from tests.kit._sandbox import BARE_SANDBOX_ARGS, HEADER, SANDBOX_ARGS, run_sandbox, subclass_source
 
 EXECUTOR_SAMPLES = ("action_samples", "broken.ACTION_SAMPLES")
@@ -89,8 +89,9 @@ def test_a_plain_run_shows_each_unverifiable_promise_as_a_three_part_skip_reason
         )
     )
     result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-rs")
-    # The two crash promises (no factory) and power-loss durability (never checkable here).
-    result.assert_outcomes(passed=13, skipped=3)
+    # The two crash promises (no factory) and power-loss durability (never checkable here);
+    # MemoryStore offers commit_now, so the three inline-commit promises are checked.
+    result.assert_outcomes(passed=16, skipped=3)
     skip_lines = [line for line in result.outlines if line.startswith("SKIPPED")]
     assert len(skip_lines) == 3
     for line in skip_lines:
@@ -124,7 +125,10 @@ def test_unoverridden_fixtures_say_what_to_override_and_what_to_return(
     assert "DecisionParserContract needs the `parser_samples` fixture" in text
     assert "polyloop.testing.ParserSamples(action_reply=ModelReply(text=...)" in text
     outcomes = result.parseoutcomes()
-    assert outcomes.get("errors", 0) == 9 + 7
+    executor, parser = (
+        len(BUILTIN_SUITES[seam].promises()) for seam in ("action_executor", "decision_parser")
+    )
+    assert outcomes.get("errors", 0) == executor + parser
     assert "passed" not in outcomes
 
 
@@ -182,7 +186,9 @@ def test_suites_run_in_strict_mode_with_no_configuration_and_honour_loop_scope(
     result = pytester.runpytest_inprocess(
         *BARE_SANDBOX_ARGS, "-W", "ignore:The configuration option:DeprecationWarning"
     )
-    result.assert_outcomes(passed=13 + 7, skipped=3)
+    # Skipped: the store's three crash and power-loss promises (no StoreSamples) and the parser's
+    # cross-process promise (no factory in its samples).
+    result.assert_outcomes(passed=16 + 7, skipped=3 + 1)
     text = result.stdout.str()
     assert "not an async function" not in text
     assert "not natively supported" not in text

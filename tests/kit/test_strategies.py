@@ -25,6 +25,7 @@ from polyloop.types import (
     AgentDefinition,
     Budget,
     Event,
+    ModelReply,
     RunFinished,
     RunLog,
     RunResult,
@@ -166,6 +167,10 @@ def test_every_public_strategy_function_is_in_all() -> None:
     assert public == set(STRATEGIES)
 
 
+# Strategies that vary values the caller gives.
+_ARGUMENTS: dict[str, tuple[object, ...]] = {"replies_around": (ModelReply(text="ACT ls"),)}
+
+
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_each_strategy_draws_the_types_it_declares(data: st.DataObject) -> None:
@@ -173,7 +178,7 @@ def test_each_strategy_draws_the_types_it_declares(data: st.DataObject) -> None:
         declared = _declared_types(strategy)
         if not declared:
             continue  # tuples, JSON values: checked by the tests above
-        value = data.draw(strategy(), label=name)
+        value = data.draw(strategy(*_ARGUMENTS.get(name, ())), label=name)
         assert isinstance(value, tuple(declared)), f"{name}() drew {type(value).__name__}"
 
 

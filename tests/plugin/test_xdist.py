@@ -8,9 +8,11 @@ from tests.plugin._sandbox import ERROR_PROMISE, HANDWRITTEN, MIXED_PROJECT, Pro
 
 
 def comparable(report: dict[str, Any] | None) -> dict[str, Any]:
-    """The report without what legitimately differs between two runs: times."""
+    """The report without what legitimately differs between two runs: times, the report id and
+    the environment (the xdist worker count)."""
     assert report is not None
-    stripped = {key: value for key, value in report.items() if key != "created_at"}
+    differs = ("created_at", "report_id", "environment")
+    stripped = {key: value for key, value in report.items() if key not in differs}
     stripped["implementations"] = [
         {
             **entry,
@@ -33,6 +35,10 @@ def test_two_workers_produce_the_same_report_as_a_serial_run(project: Project) -
     assert "polyloop conformance" in parallel.output
     assert comparable(parallel.report) == comparable(serial.report)
     assert len(comparable(serial.report)["implementations"]) == 7
+    assert parallel.report is not None
+    assert serial.report is not None
+    assert parallel.report["environment"]["xdist_workers"] == 2
+    assert serial.report["environment"]["xdist_workers"] == 0
     # A fresh process loaded the plugin from its entry point, and the kit's asserts were
     # rewritten (the compared values appear), although polyloop is an editable install.
     detail = serial.promise("broken_executor", ERROR_PROMISE)["detail"]

@@ -1,9 +1,10 @@
 """The bundled stores commit in the run's own task; every other store's commit is a task (#13).
 
 A task, a shield and their event-loop turns per commit were the loop's largest own cost
-(docs/design/0003). ``MemoryStore`` and ``SQLiteStore`` — exactly these types — commit
-synchronously when nothing can make them wait, so there is no await to cut the commit at. Any
-other store's ``append_many`` runs as a task of its own, as before: that is what makes
+(docs/design/0003). A store offering ``InlineCommitRunStore.commit_now`` — ``MemoryStore`` and
+``SQLiteStore`` do — commits synchronously when nothing can make it wait, so there is no await
+to cut the commit at (``test_inline_commit.py``: the protocol). Any other store's
+``append_many`` runs as a task of its own, as before: that is what makes
 ``asyncio.timeout``, ``TaskGroup`` and anyio cancel scopes inside a store bind to the task that
 runs them (a commit started in the run's task and finished in another breaks all three), and a
 subclass's own ``append_many`` is always the one called.
@@ -266,7 +267,9 @@ async def test_a_paused_sqlite_store_counts_its_pause_down_once_per_commit(
         store._inline_paused = 2  # a slow commit sent the next two to the worker
         intent = ModelCallIntent(step_index=0, prompt_chars=1)
 
-        assert store._commit_now("r", [intent], 1) is False  # the loop then awaits append_many
+        assert (
+            store.commit_now("r", [intent], sequence=1) is False
+        )  # the loop then awaits append_many
         assert store._inline_paused == 2
         await store.append_many("r", [intent], sequence=1)
         assert store._inline_paused == 1

@@ -1,0 +1,672 @@
+"""The promise × implementation matrix of a report, and its three views: terminal, Markdown, HTML.
+
+Rows are promises grouped by seam (each with its one-line text), columns are implementations,
+and a cell is an outcome with a glyph that reads without colour. Every cell that is not
+``held`` (and every cell that changed since a baseline) has an anchor with its reason.
+Every string that comes from a report (implementation ids, promise text, details, waiver
+reasons) is escaped for the view it is written into: never markup.
+
+Standard library only, like :mod:`polyloop.report`, which re-exports the public names.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from polyloop.report import GLYPHS, OUTCOMES, diff_reports
+
+__all__ = [
+    "GLYPHS",
+    "NOT_RUN_GLYPH",
+    "Matrix",
+    "badge",
+    "build_matrix",
+    "render_html",
+    "render_matrix_markdown",
+    "render_matrix_text",
+]
+
+NOT_RUN_GLYPH = "·"  # the implementation's suite has the promise, but it was not run
+NOT_RUN = "not_run"
+_LABELS = {outcome: outcome.replace("_", " ") for outcome in OUTCOMES} | {NOT_RUN: "not run"}
+# Worst first: what a sort by a column puts on top, and the legend's order.
+_RANK = (
+    "violated",
+    "stale_waiver",
+    "setup_error",
+    "pending",
+    NOT_RUN,
+    "unverifiable",
+    "overridden",
+    "waived",
+    "not_applicable",
+    "held",
+)
+_CHANGE_MARKS = {"regressed": "▼", "recovered": "▲", "changed": "Δ"}
+_MIXED_MARK = "≠"  # merged with --allow-mixed-suites: the jobs' suites differ on the promise
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A cell that moved since a baseline (``report diff``'s groups decide ``kind``)."""
+
+    since: str  # "2026-11-30T10:00:00.000Z (kit 0.1.0)"
+    kind: str  # regressed, recovered or changed
+    was: str
+    now: str
+
+
+@dataclass(slots=True)
+class Cell:
+    outcome: str  # one of OUTCOMES, or NOT_RUN
+    promise: Mapping[str, Any] | None  # the report's entry (None when not run)
+    changes: list[Change] = field(default_factory=list)
+    anchor: str | None = None  # set when the cell has a reason to link to
+
+    @property
+    def glyph(self) -> str:
+        return GLYPHS.get(self.outcome, NOT_RUN_GLYPH)
+
+    @property
+    def marked(self) -> bool:
+        """Changed since a baseline, or merged from suites that differ on the promise."""
+        return bool(self.changes) or bool((self.promise or {}).get("mixed_suite"))
+
+    @property
+    def mark(self) -> str:
+        mixed = _MIXED_MARK if (self.promise or {}).get("mixed_suite") else ""
+        return "".join(_CHANGE_MARKS[change.kind] for change in self.changes) + mixed
+
+    @property
+    def runs_differ(self) -> bool:
+        runs = (self.promise or {}).get("runs") or []
+        return len({run["outcome"] for run in runs}) > 1
+
+
+@dataclass(slots=True)
+class Column:
+    number: int  # 1-based, as the terminal and Markdown legends show it
+    id: str
+    seam: str
+    item: Mapping[str, Any]
+
+
+@dataclass(slots=True)
+class Row:
+    seam: str
+    promise_id: str
+    text: str
+    cells: dict[int, Cell]  # column number → cell (only the seam's implementations)
+    anchor: str = ""
+
+    @property
+    def outcomes(self) -> set[str]:
+        return {cell.outcome for cell in self.cells.values()}
+
+
+@dataclass(slots=True)
+class Matrix:
+    report: Mapping[str, Any]
+    columns: list[Column]
+    seams: list[tuple[str, list[Row]]]
+    baselines: list[tuple[str, Mapping[str, Any]]]  # (label, report), oldest first
+
+    def rows(self) -> Iterable[Row]:
+        for _, rows in self.seams:
+            yield from rows
+
+    def cells(self) -> Iterable[tuple[Row, Column, Cell]]:
+        by_number = {column.number: column for column in self.columns}
+        for row in self.rows():
+            for number, cell in sorted(row.cells.items()):
+                yield row, by_number[number], cell
+
+
+def _since(report: Mapping[str, Any]) -> str:
+    return f"{report.get('created_at')} (kit {report.get('kit_version')})"
+
+
+def build_matrix(report: Mapping[str, Any], baselines: Sequence[Mapping[str, Any]] = ()) -> Matrix:
+    """The matrix of ``report``; ``baselines`` (oldest first) mark the cells that changed
+    since each, by :func:`polyloop.report.diff_reports`'s rules."""
+    items = sorted(report.get("implementations", []), key=lambda i: (str(i["seam"]), str(i["id"])))
+    columns = [
+        Column(number, str(item["id"]), str(item["seam"]), item)
+        for number, item in enumerate(items, 1)
+    ]
+    changes: dict[tuple[str, str], list[Change]] = {}
+    for baseline in baselines:
+        diff = diff_reports(baseline, report)
+        for kind in ("regressed", "recovered", "changed"):
+            for key, was, now in getattr(diff, kind):
+                changes.setdefault(key, []).append(Change(_since(baseline), kind, was, now))
+    seams: dict[str, dict[str, Row]] = {}
+    for column in columns:
+        rows = seams.setdefault(column.seam, {})
+        for promise in column.item["promises"]:
+            row = rows.setdefault(
+                promise["id"], Row(column.seam, promise["id"], str(promise["promise"]), {})
+            )
+            row.cells[column.number] = Cell(
+                str(promise["outcome"]), promise, changes.get((column.id, promise["id"]), [])
+            )
+        for promise_id in column.item.get("missing") or []:
+            row = rows.setdefault(promise_id, Row(column.seam, promise_id, "", {}))
+            row.cells[column.number] = Cell(NOT_RUN, None, changes.get((column.id, promise_id), []))
+    ordered = [(seam, [rows[key] for key in sorted(rows)]) for seam, rows in sorted(seams.items())]
+    matrix = Matrix(report, columns, ordered, [(_since(b), b) for b in baselines])
+    for number, row in enumerate(matrix.rows(), 1):
+        row.anchor = f"p-{number}"
+        row.text = row.text or "(not run in this report: its text is unknown)"
+    for number, (_, _, cell) in enumerate(
+        (entry for entry in matrix.cells() if entry[2].outcome != "held" or entry[2].marked), 1
+    ):
+        cell.anchor = f"c-{number}"
+    return matrix
+
+
+def _reason_lines(cell: Cell) -> list[tuple[str, str]]:
+    """(label, text) pairs that say why a cell is what it is."""
+    promise = cell.promise or {}
+    lines: list[tuple[str, str]] = []
+    if cell.outcome == NOT_RUN:
+        lines.append(("why", "its suite has this promise, but it was not run (deselected, or "
+                              "the run stopped before it)"))  # fmt: skip
+    for key, label in (("waiver_reason", "waiver"), ("why", "why")):
+        if promise.get(key):
+            lines.append((label, str(promise[key])))
+    if promise.get("kept_by"):
+        lines.append(("kept by polyloop, documented in", str(promise["kept_by"])))
+    elif promise.get("verify_yourself"):
+        lines.append(("verify it yourself", str(promise["verify_yourself"])))
+    if cell.runs_differ:
+        runs = ", ".join(f"{run['report_id']}: {run['outcome']}" for run in promise["runs"])
+        lines.append(("jobs", runs))
+    if promise.get("mixed_suite"):
+        lines.append(("suites", "the merged jobs' suites differ on this promise"))
+    for change in cell.changes:
+        lines.append((f"since {change.since}", f"{change.was} → {change.now} ({change.kind})"))
+    return lines
+
+
+# -- terminal --------------------------------------------------------------------------------
+
+
+def _legend_entries() -> list[str]:
+    return [f"{GLYPHS.get(o, NOT_RUN_GLYPH)} {_LABELS[o]}" for o in _RANK]
+
+
+def _legend() -> str:
+    return "  ".join(_legend_entries())
+
+
+def _legend_lines(columns: int | None) -> list[str]:
+    """The legend, entries never split, in lines that fit ``columns``."""
+    lines = [" "]
+    for entry in _legend_entries():
+        if columns is not None and len(lines[-1]) + 2 + len(entry) > columns and lines[-1] != " ":
+            lines.append(" ")
+        lines[-1] += " " + entry if lines[-1] == " " else "  " + entry
+    return lines
+
+
+def _fit(text: str, width: int | None) -> str:
+    if width is None or len(text) <= width:
+        return text
+    return text[: max(width - 1, 0)] + "…"
+
+
+def _fit_middle(text: str, width: int | None) -> str:
+    """``text`` cut in the middle to ``width``: an id's start (the file) and end (the class)
+    both stay readable."""
+    if width is None or len(text) <= width:
+        return text
+    if width < 5:
+        return _fit(text, max(width, 1))
+    keep = width - 1
+    return text[: keep // 3] + "…" + text[len(text) - (keep - keep // 3) :]
+
+
+_ANSI = {  # a colour per glyph on a terminal that has them; the glyph alone says the outcome
+    "held": "32",
+    "violated": "1;31",
+    "setup_error": "1;35",
+    "stale_waiver": "33",
+    "pending": "33",
+    "unverifiable": "34",
+}
+
+
+def _coloured(cell: Cell | None, step: int, colour: bool) -> str:
+    text = f"{cell.glyph if cell else ' ':>{step}}"
+    code = _ANSI.get(cell.outcome) if (cell and colour) else None
+    return f"{text[:-1]}\x1b[{code}m{text[-1]}\x1b[0m" if code else text
+
+
+def render_matrix_text(
+    report: Mapping[str, Any], columns: int | None = None, *, colour: bool = False
+) -> str:
+    """The matrix as terminal text: implementations as numbered columns (legend first), a
+    block per seam, one line per promise (cells, then the promise id and text).
+
+    With ``columns`` (the terminal's width) no line is longer than it: the promise text is
+    cut with "…", and a seam with more implementations than fit is printed as several
+    column groups, each a whole block of rows; a row is never wrapped. With ``colour``, each
+    glyph is also coloured (ANSI), which the widths do not count.
+    """
+    matrix = build_matrix(report)
+    lines = ["promise × implementation matrix", *_legend_lines(columns), "implementations:"]
+    width = len(str(len(matrix.columns)))
+    for column in matrix.columns:
+        head = f"  {column.number:>{width}}  {column.seam}  "
+        lines.append(
+            head + _fit_middle(column.id, None if columns is None else columns - len(head))
+        )
+    step = width + 1
+    for seam, rows in matrix.seams:
+        numbers = sorted({number for row in rows for number in row.cells})
+        label = max(20, min(40, max((len(row.promise_id) for row in rows), default=0)))
+        room = None if columns is None else max(1, (columns - 2 - label) // step)
+        groups = [numbers] if room is None else [
+            numbers[start : start + room] for start in range(0, len(numbers), room)
+        ]  # fmt: skip
+        for index, group in enumerate(groups, 1):
+            part = f" (columns {group[0]}–{group[-1]}, part {index}/{len(groups)})"
+            lines += ["", _fit(f"{seam}{part if len(groups) > 1 else ''}:", columns)]
+            lines.append(_fit("".join(f"{n:>{step}}" for n in group), columns))
+            for row in rows:
+                cells = "".join(_coloured(row.cells.get(n), step, False) for n in group)
+                line = _fit(f"{cells}  {row.promise_id} — {row.text}", columns)
+                if colour and line.startswith(cells):
+                    shown = "".join(_coloured(row.cells.get(n), step, True) for n in group)
+                    line = shown + line[len(cells) :]
+                lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+# -- Markdown --------------------------------------------------------------------------------
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:])")
+
+
+def md_text(value: object) -> str:
+    """Report text as inert Markdown: one line, HTML metacharacters as entities, every
+    Markdown punctuation character backslash-escaped (``|`` too, so tables hold)."""
+    text = " ".join(str(value).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _environment_text(environment: Mapping[str, Any] | None) -> str:
+    if not environment:
+        return "unknown (a polyloop-conformance/1 report)"
+    workers = environment.get("xdist_workers") or 0
+    parts = [
+        f"Python {environment.get('python')}",
+        f"pytest {environment.get('pytest')}",
+        f"polyloop {environment.get('polyloop')}",
+        str(environment.get("os")),
+        "extras: " + (", ".join(environment.get("extras") or []) or "none"),
+        f"xdist: {workers} worker{'' if workers == 1 else 's'}" if workers else "no xdist",
+    ]
+    if environment.get("job"):
+        parts.insert(0, f"job {environment['job']}")
+    return "; ".join(parts)
+
+
+def environments(report: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(report id, environment text) of each run the report holds: one, or a merge's jobs."""
+    jobs = report.get("jobs")
+    if jobs:
+        return [(str(job["report_id"]), _environment_text(job.get("environment"))) for job in jobs]
+    return [(str(report.get("report_id", "-")), _environment_text(report.get("environment")))]
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def render_matrix_markdown(
+    report: Mapping[str, Any], baselines: Sequence[Mapping[str, Any]] = ()
+) -> str:
+    """The matrix as GitHub Markdown: a collapsible ``<details>`` block per seam (open when a
+    cell is not held), each non-held cell linked to its reason below."""
+    matrix = build_matrix(report, baselines)
+    out = ["### promise × implementation matrix", "", md_text(_legend()), ""]
+    out += ["Environments:", ""]
+    out += [f"- {md_text(rid)}: {md_text(text)}" for rid, text in environments(report)]
+    out += ["", "Implementations:", ""]
+    out += [
+        f"{column.number}\\. {md_text(column.id)} \\({md_text(column.seam)}\\)"
+        + (f" — jobs: {md_text(', '.join(column.item['jobs']))}" if column.item.get("jobs") else "")
+        + ("  " if column is not matrix.columns[-1] else "")
+        for column in matrix.columns
+    ]
+    for seam, rows in matrix.seams:
+        numbers = sorted({number for row in rows for number in row.cells})
+        attention = sum(1 for row in rows for cell in row.cells.values() if cell.outcome != "held")
+        summary = (
+            f"{md_text(seam)}: {_plural(len(rows), 'promise')} × "
+            f"{_plural(len(numbers), 'implementation')}"
+        )
+        summary += f", {attention} not held" if attention else ", all held"
+        out += ["", f"<details{' open' if attention else ''}><summary>{summary}</summary>", ""]
+        out.append("| promise | " + " | ".join(str(n) for n in numbers) + " |")
+        out.append("|---|" + ":-:|" * len(numbers))
+        for row in rows:
+            cells = []
+            for number in numbers:
+                cell = row.cells.get(number)
+                if cell is None:
+                    cells.append(" ")
+                    continue
+                text = cell.glyph + cell.mark
+                cells.append(f"[{text}](#{cell.anchor})" if cell.anchor else text)
+            label = f'<a id="{row.anchor}"></a>{md_text(row.promise_id)} — {md_text(row.text)}'
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+        out += ["", "</details>"]
+    reasons = [entry for entry in matrix.cells() if entry[2].anchor]
+    if reasons:
+        out += ["", "#### why each cell is not held", ""]
+        for row, column, cell in reasons:
+            line = (
+                f'- <a id="{cell.anchor}"></a>{cell.glyph} {_LABELS[cell.outcome]}: '
+                f"{md_text(column.id)} — {md_text(row.promise_id)} \\([back](#{row.anchor})\\)"
+            )
+            line += "".join(
+                f"; {md_text(label)}: {md_text(text)}" for label, text in _reason_lines(cell)
+            )
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+# -- HTML ------------------------------------------------------------------------------------
+
+_COLOURS = {  # (background, text): dark text on light backgrounds, contrast above 7:1
+    "held": ("#dcf2e3", "#0b3d1a"),
+    "violated": ("#fbd9dd", "#6b0d19"),
+    "setup_error": ("#f9d9f0", "#5c0a45"),
+    "stale_waiver": ("#fde3cf", "#5a2a05"),
+    "pending": ("#fff0c2", "#4d3a00"),
+    "unverifiable": ("#e2e8f5", "#1c2a4a"),
+    "overridden": ("#efe0fa", "#3d1660"),
+    "waived": ("#eeeeee", "#2b2b2b"),
+    "not_applicable": ("#f6f6f6", "#333333"),
+    NOT_RUN: ("#ffffff", "#333333"),
+}
+
+_CSS = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#111;
+background:#fff;margin:1.5rem}
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem}
+table{border-collapse:collapse;font-size:14px}
+th,td{border:1px solid #999;padding:.2rem .4rem;vertical-align:top}
+thead th{background:#f0f0f0;position:sticky;top:0}
+thead th{vertical-align:bottom}
+thead th .name{display:inline-block;writing-mode:vertical-rl;transform:rotate(180deg);
+white-space:nowrap;max-height:18rem;overflow:hidden;text-overflow:ellipsis;font-weight:normal}
+tbody th[scope=rowgroup]{background:#222;color:#fff;text-align:left}
+tbody th[scope=row]{text-align:left;font-weight:normal;max-width:36rem}
+tbody th[scope=row] code{font-weight:bold}
+td{text-align:center;min-width:1.6rem}
+td a{color:inherit;font-weight:bold;text-decoration:underline}
+.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+button{font:inherit;background:none;border:0;padding:0;cursor:pointer;
+text-decoration:underline dotted}
+button:focus,a:focus,select:focus{outline:3px solid #1a4fd6;outline-offset:1px}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:.5rem}
+article{border-top:1px solid #ccc;padding:.3rem 0}
+article:target{background:#fff7d6}
+dt{font-weight:bold}
+.filters label{margin-right:1rem}
+""" + "".join(f".o-{name}{{background:{bg};color:{fg}}}" for name, (bg, fg) in _COLOURS.items())
+
+# Sorting and filtering; the page is whole without it (every row shown, every link works).
+_SCRIPT = """
+(function(){
+  var table=document.getElementById('matrix');
+  var form=document.getElementById('filters');
+  var seam=document.getElementById('f-seam'), outcome=document.getElementById('f-outcome');
+  var count=document.getElementById('f-count');
+  var rank=JSON.parse(table.getAttribute('data-rank'));
+  function apply(){
+    var shown=0;
+    table.querySelectorAll('tbody').forEach(function(body){
+      var seamOk=!seam.value||body.getAttribute('data-seam')===seam.value;
+      var any=false;
+      body.querySelectorAll('tr[data-outcomes]').forEach(function(row){
+        var ok=seamOk&&(!outcome.value||
+          row.getAttribute('data-outcomes').split(' ').indexOf(outcome.value)>=0);
+        row.hidden=!ok; if(ok){any=true;shown++;}
+      });
+      body.hidden=!any;
+    });
+    count.textContent=shown+' promise rows shown';
+  }
+  function sortBy(button){
+    var key=button.getAttribute('data-sort');
+    var th=button.closest('th');
+    var descending=th.getAttribute('aria-sort')==='ascending';
+    table.querySelectorAll('thead th').forEach(function(h){h.removeAttribute('aria-sort');});
+    th.setAttribute('aria-sort',descending?'descending':'ascending');
+    table.querySelectorAll('tbody').forEach(function(body){
+      var rows=Array.prototype.slice.call(body.querySelectorAll('tr[data-outcomes]'));
+      function value(row){
+        if(key==='promise'){return row.getAttribute('data-promise');}
+        var cell=row.querySelector('td[data-column="'+key+'"]');
+        var o=cell?cell.getAttribute('data-outcome'):null;
+        var r=o?rank.indexOf(o):rank.length;
+        return ('00'+r).slice(-3)+row.getAttribute('data-promise');
+      }
+      rows.sort(function(a,b){var x=value(a),y=value(b);return x<y?-1:x>y?1:0;});
+      if(descending){rows.reverse();}
+      rows.forEach(function(row){body.appendChild(row);});
+    });
+  }
+  table.querySelectorAll('thead button').forEach(function(b){
+    b.addEventListener('click',function(){sortBy(b);});
+  });
+  seam.addEventListener('change',apply); outcome.addEventListener('change',apply);
+  form.hidden=false; apply();
+})();
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _header_name(implementation_id: str) -> str:
+    """The id in a column header: all of it is the header's text, only its end (the class or
+    fixture name, after the last ``::`` or ``/``) is shown; the rest is for screen readers and
+    the tooltip."""
+    colons, slash = implementation_id.rfind("::"), implementation_id.rfind("/")
+    cut = max(colons + 2 if colons >= 0 else 0, slash + 1)
+    if cut >= len(implementation_id):
+        cut = 0
+    head, tail = implementation_id[:cut], implementation_id[cut:]
+    hidden = f'<span class="sr">{_e(head)}</span>' if head else ""
+    return f'{hidden}<span class="name" title="{_e(implementation_id)}">{_e(tail)}</span>'
+
+
+def render_html(report: Mapping[str, Any], baselines: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The matrix as one self-contained HTML page: no network, no external asset (a Content
+    Security Policy forbids both); one ``<table>`` with column and row headers; sortable and
+    filterable by seam and outcome with an inline script, and whole without it."""
+    matrix = build_matrix(report, baselines)
+    verdict = str(report.get("verdict"))
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<link rel="icon" href="data:,">',
+        f"<title>polyloop conformance: {_e(verdict)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        "<main>",
+        "<h1>polyloop conformance</h1>",
+        f"<p>Verdict: <strong>{_e(verdict)}</strong>. Kit {_e(report.get('kit_version'))}, "
+        f"suite <code>{_e(report.get('suite_hash'))}</code>, made "
+        f"{_e(report.get('created_at'))}"
+        + (". Interrupted: not every promise ran." if report.get("interrupted") else ".")
+        + "</p>",
+        '<h2 id="environments">Environments</h2>',
+        "<ul>",
+        *(f"<li><code>{_e(rid)}</code>: {_e(text)}</li>" for rid, text in environments(report)),
+        "</ul>",
+    ]
+    if matrix.baselines:
+        out += ['<h2 id="history">Changes since the baselines</h2>', "<ul>"]
+        for label, baseline in matrix.baselines:
+            diff = diff_reports(baseline, report)
+            out.append(
+                f"<li>since {_e(label)}: {len(diff.regressed)} regressed "
+                f"({_CHANGE_MARKS['regressed']}), {len(diff.recovered)} recovered "
+                f"({_CHANGE_MARKS['recovered']}), {len(diff.changed)} changed "
+                f"({_CHANGE_MARKS['changed']}), implementations lost: "
+                f"{_e(', '.join(diff.lost) or 'none')}</li>"
+            )
+        out.append("</ul>")
+    out += ['<h2 id="legend">Legend</h2>', '<ul class="legend">']
+    out += [
+        f'<li><span class="o-{o}">{_e(GLYPHS.get(o, NOT_RUN_GLYPH))}</span> {_e(_LABELS[o])}</li>'
+        for o in _RANK
+    ]
+    out += [
+        "<li>after a glyph: ▼ regressed, ▲ recovered, Δ changed since a baseline; ≠ the merged "
+        "jobs' suites differ on the promise</li>",
+        "</ul>",
+        '<h2 id="matrix-heading">Promises × implementations</h2>',
+    ]
+    seams = [seam for seam, _ in matrix.seams]
+    out += [
+        '<form class="filters" id="filters" hidden>',
+        '<label for="f-seam">Seam</label> <select id="f-seam"><option value="">all seams</option>',
+        *(f'<option value="{_e(seam)}">{_e(seam)}</option>' for seam in seams),
+        "</select>",
+        '<label for="f-outcome">Outcome</label> '
+        '<select id="f-outcome"><option value="">any outcome</option>',
+        *(f'<option value="{o}">{_e(_LABELS[o])}</option>' for o in _RANK),
+        '</select> <span id="f-count" aria-live="polite"></span>',
+        "</form>",
+        f'<table id="matrix" aria-labelledby="matrix-heading" data-rank="{_e(json.dumps(_RANK))}">',
+        "<caption>Each row is a promise, each column an implementation; select a cell that is "
+        "not held for its reason.</caption>",
+        "<thead><tr>",
+        '<th scope="col"><button type="button" data-sort="promise">Promise</button></th>',
+    ]
+    out += [
+        f'<th scope="col" id="col-{column.number}"><button type="button" '
+        f'data-sort="{column.number}">{column.number}</button>'
+        f" {_header_name(column.id)}</th>"
+        for column in matrix.columns
+    ]
+    out.append("</tr></thead>")
+    for seam, rows in matrix.seams:
+        out.append(f'<tbody data-seam="{_e(seam)}">')
+        out.append(
+            f'<tr><th scope="rowgroup" colspan="{len(matrix.columns) + 1}">{_e(seam)}</th></tr>'
+        )
+        for row in rows:
+            outcomes = " ".join(sorted(row.outcomes))
+            out.append(
+                f'<tr data-outcomes="{_e(outcomes)}" data-promise="{_e(row.promise_id)}">'
+                f'<th scope="row" id="{row.anchor}"><code>{_e(row.promise_id)}</code> '
+                f"{_e(row.text)}</th>"
+            )
+            for column in matrix.columns:
+                cell = row.cells.get(column.number)
+                if cell is None:
+                    out.append('<td class="o-none"><span class="sr">not this seam</span></td>')
+                    continue
+                mark = cell.mark
+                label = _LABELS[cell.outcome] + (" (changed)" if cell.changes else "")
+                label += " (suites differ)" if _MIXED_MARK in mark else ""
+                shown = f'<span aria-hidden="true">{_e(cell.glyph + mark)}</span>'
+                inner = (
+                    f'<a href="#{cell.anchor}">{shown}<span class="sr">{_e(label)}</span></a>'
+                    if cell.anchor
+                    else f'{shown}<span class="sr">{_e(label)}</span>'
+                )
+                out.append(
+                    f'<td class="o-{cell.outcome}" data-outcome="{cell.outcome}" '
+                    f'data-column="{column.number}" title="{_e(label)}">{inner}</td>'
+                )
+            out.append("</tr>")
+        out.append("</tbody>")
+    out += ["</table>", '<h2 id="why">Why each cell is not held</h2>']
+    for row, column, cell in matrix.cells():
+        if not cell.anchor:
+            continue
+        out += [
+            f'<article id="{cell.anchor}">',
+            f'<h3><span class="o-{cell.outcome}">{_e(cell.glyph)} {_e(_LABELS[cell.outcome])}'
+            f"</span> {_e(column.id)} — <code>{_e(row.promise_id)}</code></h3>",
+            f"<p>{_e(row.text)}</p>",
+        ]
+        reasons = _reason_lines(cell)
+        if reasons:
+            out.append("<dl>")
+            out += [f"<dt>{_e(label)}</dt><dd>{_e(text)}</dd>" for label, text in reasons]
+            out.append("</dl>")
+        detail = (cell.promise or {}).get("detail")
+        if detail:
+            out.append(f"<pre>{_e(detail)}</pre>")
+        out += [f'<p><a href="#{row.anchor}">back to the matrix</a></p>', "</article>"]
+    env_of = dict(environments(report))
+    out += ['<h2 id="implementations">Implementations</h2>', "<ol>"]
+    for column in matrix.columns:
+        item = column.item
+        jobs = [f"{rid}: {env_of.get(rid, 'unknown')}" for rid in item.get("jobs") or []]
+        out.append(
+            f"<li><strong>{_e(column.id)}</strong> ({_e(column.seam)}), "
+            f"<code>{_e(item.get('source'))}</code>"
+            + ("; seen in: " + "; ".join(_e(job) for job in jobs) if jobs else "")
+            + "</li>"
+        )
+    out += ["</ol>", "</main>", f"<script>{_SCRIPT}</script>", "</body>", "</html>"]
+    return "\n".join(out) + "\n"
+
+
+# -- badge -----------------------------------------------------------------------------------
+
+
+def badge(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The shields.io endpoint JSON for ``report``: ``conformant 25/25 implementations``, or
+    ``3 violated`` (promises violated, stale waivers included), ``setup error`` …"""
+    items = report.get("implementations", [])
+    total = len(items)
+    verdict = report.get("verdict")
+    violated = sum(
+        int(item["counts"].get("violated", 0)) + int(item["counts"].get("stale_waiver", 0))
+        for item in items
+    )
+    clean = sum(
+        1
+        for item in items
+        if not item.get("setup_error")
+        and not item["counts"].get("violated")
+        and not item["counts"].get("stale_waiver")
+    )
+    if verdict == "conformant":
+        message, colour = f"conformant {total}/{total} implementations", "brightgreen"
+    elif verdict == "violations":
+        message, colour = f"{violated} violated", "red"
+    elif verdict == "setup_error":
+        broken = sum(1 for item in items if item.get("setup_error"))
+        message, colour = f"setup error in {broken}/{total} implementations", "red"
+    elif verdict == "incomplete":
+        message, colour = f"incomplete {clean}/{total} implementations", "orange"
+    else:
+        message, colour = "no implementations", "lightgrey"
+    return {"schemaVersion": 1, "label": "polyloop", "message": message, "color": colour}
