@@ -36,10 +36,15 @@ def started(
     )
 
 
-def finished(final_answer: str = "done", *, executed_actions: int = 0) -> RunFinished:
-    """A ``RunFinished`` that stops ``agent_finished`` with ``final_answer``."""
+def finished(
+    final_answer: str | None = "done",
+    *,
+    executed_actions: int = 0,
+    stop_reason: StopReason = StopReason.AGENT_FINISHED,
+) -> RunFinished:
+    """A ``RunFinished`` that stops ``agent_finished`` (unless told) with ``final_answer``."""
     return RunFinished(
-        stop_reason=StopReason.AGENT_FINISHED,
+        stop_reason=stop_reason,
         final_answer=final_answer,
         executed_actions=executed_actions,
         finished_at=_FINISHED_AT,
