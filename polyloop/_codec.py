@@ -1,8 +1,10 @@
 """Records to and from canonical JSON: the encoder behind ``to_json()`` and the type-checked
-decoder behind :func:`polyloop.types.record_from_json`.
+field reader behind :func:`polyloop.types.record_from_json`.
 
-Kept apart from the value types so ``types.py`` reads as the data it defines. This module
-imports :mod:`polyloop.types`; ``types`` reaches back here only inside its two functions.
+One-way: :mod:`polyloop.types` imports this module, never the reverse. The codec knows JSON,
+dataclasses, the nesting limit and the schema version rule; which record kinds exist and how
+each is built from its fields is said by ``types.py``, which hands its readers to
+:func:`decode_record`.
 """
 
 from __future__ import annotations
@@ -11,28 +13,30 @@ import enum
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import Any
+from typing import Any, TypeVar
 
+from polyloop._canonical_json import canonical_json
 from polyloop._utf8_json import utf8_json
 from polyloop.errors import SchemaVersionError
-from polyloop.types import (
-    MAX_NESTING,
-    RECORD_TYPES,
-    Action,
-    ActionIntent,
-    ActionStatus,
-    ModelCallIntent,
-    ModelReplied,
-    ModelReply,
-    Record,
-    RunFinished,
-    RunStarted,
-    StepCompleted,
-    StepRecord,
-    StopReason,
-    canonical_json,
-    usage_problem,
-)
+
+__all__ = [
+    "MAX_NESTING",
+    "Fields",
+    "check_version",
+    "decode_record",
+    "is_bool",
+    "is_dict",
+    "is_int",
+    "is_opt_str",
+    "is_str",
+    "record_to_json",
+]
+
+# How deep tool arguments may nest ({} is one level). One limit for the parser, Action and the
+# record encoder, far below where Python's recursion (JSON encoding and decoding) gives out.
+MAX_NESTING = 100
+
+_R = TypeVar("_R")
 
 _SUPPORTED_MAJOR = "1"
 
@@ -101,8 +105,9 @@ _ENCODER = json.JSONEncoder(
 )
 
 
-def record_to_json(record: Record) -> str:
-    """See ``Record.to_json()`` (the public name).
+def record_to_json(record: object, kind: str, *, walk: bool) -> str:
+    """See ``Record.to_json()`` (the public name); ``kind`` is the record's, and ``walk`` asks
+    for the walk that counts levels (a record whose own type does not bound its user data).
 
     The text is always valid UTF-8: a lone surrogate is written as its JSON escape
     (:func:`polyloop._utf8_json.utf8_json`), so every store that keeps this text as it is
@@ -113,19 +118,19 @@ def record_to_json(record: Record) -> str:
     the hot path of every commit. ``RunStarted`` carries the agent's parameters — tool schemas
     of any depth — through the walk that counts levels and refuses more than ``MAX_NESTING``.
     """
-    if isinstance(record, RunStarted):
+    if walk:
         body = _jsonable(record)
         assert isinstance(body, dict)
-        return utf8_json(canonical_json({"kind": record.kind, **body}))
+        return utf8_json(canonical_json({"kind": kind, **body}))
     fields = _plain(record)
     assert isinstance(fields, dict)
     try:
-        return utf8_json(_ENCODER.encode({"kind": record.kind, **fields}))
+        return utf8_json(_ENCODER.encode({"kind": kind, **fields}))
     except RecursionError:
-        raise ValueError(f"{record.kind} holds data nested too deeply or circular") from None
+        raise ValueError(f"{kind} holds data nested too deeply or circular") from None
 
 
-class _Decoder:
+class Fields:
     """Type-checked decoding of one JSON object into one dataclass (names the bad field)."""
 
     def __init__(self, where: str, data: object) -> None:
@@ -148,27 +153,27 @@ class _Decoder:
         return value
 
 
-def _is_str(v: Any) -> bool:
+def is_str(v: Any) -> bool:
     return isinstance(v, str)
 
 
-def _is_opt_str(v: Any) -> bool:
+def is_opt_str(v: Any) -> bool:
     return v is None or isinstance(v, str)
 
 
-def _is_int(v: Any) -> bool:
+def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_bool(v: Any) -> bool:
+def is_bool(v: Any) -> bool:
     return isinstance(v, bool)
 
 
-def _is_dict(v: Any) -> bool:
+def is_dict(v: Any) -> bool:
     return isinstance(v, dict)
 
 
-def _check_version(where: str, version: object) -> str:
+def check_version(where: str, version: object) -> str:
     if not isinstance(version, str) or not version:
         raise SchemaVersionError(f"{where}: schema_version must be a non-empty str")
     major = version.split(".", 1)[0]
@@ -180,124 +185,9 @@ def _check_version(where: str, version: object) -> str:
     return version
 
 
-def _decode_reply(data: object) -> ModelReply:
-    d = _Decoder("model reply", data)
-    usage = d.get("usage", _is_dict, "an object", default={})
-    problem = usage_problem(usage)
-    if problem is not None:
-        raise ValueError(f"malformed model reply: usage {problem}")
-    return ModelReply(
-        text=d.get("text", _is_str, "a str"),
-        reasoning=d.get("reasoning", _is_str, "a str", default=""),
-        call_id=d.get("call_id", _is_opt_str, "a str or null", default=None),
-        usage=usage,
-    )
-
-
-def _decode_action(data: object) -> Action:
-    d = _Decoder("action", data)
-    return Action(
-        text=d.get("text", _is_str, "a str"),
-        tool_name=d.get("tool_name", _is_opt_str, "a str or null", default=None),
-        tool_args=d.get(
-            "tool_args", lambda v: v is None or _is_dict(v), "an object or null", default=None
-        ),
-    )
-
-
-def _decode_status(value: Any) -> ActionStatus | None:
-    if value is None:
-        return None
-    try:
-        return ActionStatus(value)
-    except ValueError:
-        raise ValueError(f"malformed step record: unknown action_status {value!r}") from None
-
-
-def _decode_step(data: object) -> StepRecord:
-    d = _Decoder("step record", data)
-    version = _check_version("step record", d.get("schema_version", _is_str, "a str"))
-    kwargs: dict[str, Any] = {}
-    for name in (
-        "step_index",
-        "response_chars",
-        "reasoning_chars",
-        "observation_truncated_chars",
-        "prompt_chars",
-        "step_wall_ms",
-    ):
-        kwargs[name] = d.get(name, _is_int, "an int")
-    for name in ("raw_output", "observation"):
-        kwargs[name] = d.get(name, _is_str, "a str")
-    for name in ("action", "parse_error", "llm_call_id"):
-        kwargs[name] = d.get(name, _is_opt_str, "a str or null")
-    for name in ("tool_name", "tool_args_json"):
-        kwargs[name] = d.get(name, _is_opt_str, "a str or null", default=None)
-    for name in ("parse_ok", "observation_is_synthetic"):
-        kwargs[name] = d.get(name, _is_bool, "a bool")
-    kwargs["env_reported_completion"] = d.get(
-        "env_reported_completion", _is_bool, "a bool", default=False
-    )
-    kwargs["action_status"] = _decode_status(d.data.get("action_status"))
-    return StepRecord(schema_version=version, **kwargs)
-
-
-def _decode_record(kind: str, d: _Decoder, version: str) -> Record:
-    if kind == "run_started":
-        return RunStarted(
-            run_id=d.get("run_id", _is_str, "a str"),
-            goal=d.get("goal", _is_str, "a str"),
-            parameters=d.get("parameters", _is_dict, "an object"),
-            parameters_hash=d.get("parameters_hash", _is_str, "a str"),
-            started_at=d.get("started_at", _is_str, "a str"),
-            schema_version=version,
-        )
-    if kind == "model_call_intent":
-        return ModelCallIntent(
-            step_index=d.get("step_index", _is_int, "an int"),
-            prompt_chars=d.get("prompt_chars", _is_int, "an int"),
-            schema_version=version,
-        )
-    if kind == "model_replied":
-        return ModelReplied(
-            step_index=d.get("step_index", _is_int, "an int"),
-            reply=_decode_reply(d.get("reply", _is_dict, "an object")),
-            schema_version=version,
-        )
-    if kind == "action_intent":
-        return ActionIntent(
-            step_index=d.get("step_index", _is_int, "an int"),
-            action=_decode_action(d.get("action", _is_dict, "an object")),
-            schema_version=version,
-        )
-    if kind == "step_completed":
-        return StepCompleted(
-            step=_decode_step(d.get("step", _is_dict, "an object")),
-            executor_observation=d.get(
-                "executor_observation", _is_opt_str, "a str or null", default=None
-            ),
-            model_error=d.get("model_error", _is_opt_str, "a str or null", default=None),
-            schema_version=version,
-        )
-    stop = d.get("stop_reason", _is_str, "a str")
-    try:
-        stop_reason = StopReason(stop)
-    except ValueError:
-        raise ValueError(f"malformed run_finished record: unknown stop_reason {stop!r}") from None
-    return RunFinished(
-        stop_reason=stop_reason,
-        final_answer=d.get("final_answer", _is_opt_str, "a str or null"),
-        executed_actions=d.get("executed_actions", _is_int, "an int"),
-        finished_at=d.get("finished_at", _is_str, "a str"),
-        schema_version=version,
-    )
-
-
-_KINDS = {cls.kind for cls in RECORD_TYPES}
-
-
-def decode_record(text: str | bytes) -> Record:
-    """See :func:`polyloop.types.record_from_json` (the public name)."""
+def decode_record(text: str | bytes, readers: Mapping[str, Callable[[Fields, str], _R]]) -> _R:
+    """See :func:`polyloop.types.record_from_json` (the public name): ``readers`` maps each
+    record kind to what builds it from its checked fields and its schema version."""
     try:
         data = json.loads(text)
     except (TypeError, ValueError) as exc:
@@ -307,8 +197,8 @@ def decode_record(text: str | bytes) -> Record:
     kind = data.get("kind")
     if not isinstance(kind, str):  # checked first: a list or an object cannot be looked up
         raise ValueError(f"malformed record: field 'kind' must be a str, got {type(kind).__name__}")
-    if kind not in _KINDS:
+    if kind not in readers:
         raise SchemaVersionError(f"unknown record kind {kind!r}")
-    d = _Decoder(f"{kind} record", data)
-    version = _check_version(f"{kind} record", d.get("schema_version", _is_str, "a str"))
-    return _decode_record(kind, d, version)
+    d = Fields(f"{kind} record", data)
+    version = check_version(f"{kind} record", d.get("schema_version", is_str, "a str"))
+    return readers[kind](d, version)

@@ -9,7 +9,7 @@ it can be rendered.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_LIMIT", "exception_text"]
+__all__ = ["DEFAULT_LIMIT", "exception_message", "exception_text"]
 
 #: Long enough for a traceback-free message a model can correct itself from; a huge one is cut.
 DEFAULT_LIMIT = 2_000
@@ -22,20 +22,35 @@ _CONTROLS = {
 }
 
 
-def exception_text(error: BaseException, *, limit: int = DEFAULT_LIMIT) -> str:
+def exception_text(error: BaseException, *, limit: int | None = DEFAULT_LIMIT) -> str:
     """``"ExcType: message"`` — just ``"ExcType"`` when the message is empty.
 
     An exception group is shown by its first leaf (the one that usually names the cause). A
     ``__str__`` that raises or returns a non-``str`` gives a fixed placeholder; a message longer
-    than ``limit`` characters is cut and says how much was cut; control characters other than
+    than ``limit`` characters is cut and says how much was cut (``limit=None``: never cut, for a
+    caller that cuts the text itself and counts what it cut); control characters other than
     tab and newline are escaped.
     """
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
+    error = _leaf(error)
     name = _type_name(error)
     message = _message(error)
-    text = f"{name}: {message}" if message else name
-    if len(text) > limit:
+    return _fitted(f"{name}: {message}" if message else name, limit)
+
+
+def exception_message(error: BaseException, *, limit: int | None = DEFAULT_LIMIT) -> str:
+    """The message alone (``""`` when it is empty), by the same rules as :func:`exception_text`:
+    for an exception whose type is already said by the context it is shown in."""
+    return _fitted(_message(_leaf(error)), limit)
+
+
+def _leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+def _fitted(text: str, limit: int | None) -> str:
+    if limit is not None and len(text) > limit:
         cut = len(text) - limit
         text = f"{text[:limit]}… [{cut} more characters]"
     return text.translate(_CONTROLS)

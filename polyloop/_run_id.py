@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import re
+import string
 import uuid
 
+from polyloop._shown import shown
 from polyloop.errors import InvalidRunId
 
-_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+__all__ = [
+    "MAX_RUN_ID",
+    "RUN_ID_FIRST",
+    "RUN_ID_PATTERN",
+    "RUN_ID_REST",
+    "new_run_id",
+    "validate_run_id",
+]
+
+# The grammar, once: what the first character may be, what the others may be, how long an id
+# may get. The pattern, the contract kit's strategies and its fresh ids are all built from these.
+RUN_ID_FIRST = string.ascii_letters + string.digits
+RUN_ID_REST = RUN_ID_FIRST + "._-"
+MAX_RUN_ID = 128
+#: ``[A-Za-z0-9][A-Za-z0-9._-]{0,127}`` (PostgresStore's CHECK constraint spells it out too).
+RUN_ID_PATTERN = f"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_RUN_ID - 1}}}"
+_RUN_ID = re.compile(RUN_ID_PATTERN)
 
 
 def validate_run_id(run_id: object) -> str:
@@ -19,9 +37,12 @@ def validate_run_id(run_id: object) -> str:
     if not isinstance(run_id, str):
         raise InvalidRunId(f"run id must be a str, got {type(run_id).__name__}")
     if _RUN_ID.fullmatch(run_id) is None:
-        shown = run_id if len(run_id) <= 40 else run_id[:40] + "…"
+        # a long id is cut by shown(), which says its length itself
+        length = (
+            "" if len(run_id) > 40 else f" ({len(run_id)} char{'' if len(run_id) == 1 else 's'})"
+        )
         raise InvalidRunId(
-            f"invalid run id {shown!r} ({len(run_id)} char{'' if len(run_id) == 1 else 's'}): "
+            f"invalid run id {shown(run_id, 40)}{length}: "
             "a run id is 1-128 characters of "
             "[A-Za-z0-9._-] starting with a letter or digit"
         )

@@ -23,6 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from polyloop._shown import shown
+
 __all__ = [
     "DELIBERATE",
     "GLYPHS",
@@ -163,8 +165,7 @@ def _shown(value: object) -> str:
     """``repr`` of a value read from a file, short and printable whatever it holds."""
     if not isinstance(value, str | int | float | bool | type(None)):
         return type(value).__name__
-    text = repr(value).encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
-    return text if len(text) <= 80 else text[:77] + "..."
+    return shown(value, 80)
 
 
 def _unprintable(data: object) -> str | None:
@@ -294,15 +295,29 @@ def outcomes_by_key(report: Mapping[str, Any]) -> dict[Key, str]:
     }
 
 
-def _attention(report: Mapping[str, Any], group: str) -> list[tuple[Any, Any]]:
-    """(implementation, promise) of every promise in ``group``, in report order: an outcome,
-    except that unverifiable promises polyloop keeps itself (``kept_by``) are their own group."""
-    return [
-        (item, promise)
-        for item in report.get("implementations", [])
-        for promise in item["promises"]
-        if _group_of(promise) == group
-    ]
+Pair = tuple[Mapping[str, Any], Mapping[str, Any]]  # (implementation, promise)
+
+
+@dataclass(frozen=True, slots=True)
+class _Walked:
+    """What both renderers list after the implementations, gathered in one walk of the report:
+    per attention group (an outcome, except that unverifiable promises polyloop keeps itself,
+    ``kept_by``, are their own group) and the promises that needed reruns, in report order."""
+
+    groups: dict[str, list[Pair]]
+    reran: list[Pair]
+
+
+def _walk(report: Mapping[str, Any]) -> _Walked:
+    walked = _Walked({group: [] for group, _ in _ATTENTION}, [])
+    for item in report.get("implementations", []):
+        for promise in item["promises"]:
+            group = walked.groups.get(_group_of(promise))
+            if group is not None:
+                group.append((item, promise))
+            if promise.get("reruns"):
+                walked.reran.append((item, promise))
+    return walked
 
 
 def _group_of(promise: Mapping[str, Any]) -> str:
@@ -364,8 +379,9 @@ def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
         elif not item["counts"].get("held"):
             lines.append(f"{'':<{width}}  no promise held: an empty contract never passes")
         lines.extend(f"{'':<{width}}  {error}" for error in item.get("teardown_errors") or [])
+    walked = _walk(report)
     for outcome, heading in _ATTENTION:
-        entries = _attention(report, outcome)
+        entries = walked.groups[outcome]
         if not entries:
             continue
         lines += ["", f"{heading}:"]
@@ -381,11 +397,11 @@ def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
             if outcome in ("violated", "stale_waiver", "pending"):
                 command = f"pytest --polyloop-conformance '{_suite_of(promise)}'"
                 lines.append(_Whole(f"      rerun: {command}"))
-    reran = _reran(report)
-    if reran:
-        lines += ["", f"{_reruns_heading(len(reran))}:"]
+    if walked.reran:
+        lines += ["", f"{_reruns_heading(len(walked.reran))}:"]
         lines += [
-            f"  {item['id']}  {promise['id']} — {_after_reruns(promise)}" for item, promise in reran
+            f"  {item['id']}  {promise['id']} — {_after_reruns(promise)}"
+            for item, promise in walked.reran
         ]
     if columns is not None:
         lines = [part for line in lines for part in _wrapped(line, columns)]
@@ -432,16 +448,6 @@ def _wrapped(line: str, columns: int) -> list[str]:
     ) or [line]
 
 
-def _reran(report: Mapping[str, Any]) -> list[tuple[Any, Any]]:
-    """(implementation, promise) of every promise pytest-rerunfailures had to run again."""
-    return [
-        (item, promise)
-        for item in report.get("implementations", [])
-        for promise in item["promises"]
-        if promise.get("reruns")
-    ]
-
-
 def _reruns_heading(count: int) -> str:
     return f"needed reruns ({count} promise{'' if count == 1 else 's'})"
 
@@ -459,8 +465,8 @@ def _suite_of(promise: Mapping[str, Any]) -> str:
     return nodeid.rsplit("::", 1)[0] if "::" in nodeid else nodeid
 
 
-def _unverifiable_lines(entries: list[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> list[str]:
-    by_promise: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+def _unverifiable_lines(entries: list[Pair]) -> list[str]:
+    by_promise: dict[str, list[Pair]] = {}
     for item, promise in entries:
         by_promise.setdefault(promise["id"], []).append((item, promise))
     lines = []
@@ -517,6 +523,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "| implementation | seam | promises | " + " | ".join(OUTCOMES) + " |",
         "|---|---|---|" + "---|" * len(OUTCOMES),
     ]
+    setup_errors, teardown_errors = [], []
     for item in report.get("implementations", []):
         counts = item["counts"]
         out.append(
@@ -525,23 +532,21 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             + " | ".join(str(counts.get(name, 0)) for name in OUTCOMES)
             + " |"
         )
-    setup_errors = [
-        f"- {_md_code(item['id'])} {_md_cell(' '.join(_setup_error_lines(item['setup_error'])))}"
-        for item in report.get("implementations", [])
-        if item.get("setup_error")
-    ]
+        if item.get("setup_error"):
+            error_lines = " ".join(_setup_error_lines(item["setup_error"]))
+            setup_errors.append(f"- {_md_code(item['id'])} {_md_cell(error_lines)}")
+        teardown_errors += [
+            f"- {_md_code(item['id'])} {_md_cell(error)}"
+            for error in item.get("teardown_errors") or []
+        ]
     if setup_errors:
         out += ["", "### setup error (the implementation could not be built)", "", *setup_errors]
-    teardown_errors = [
-        f"- {_md_code(item['id'])} {_md_cell(error)}"
-        for item in report.get("implementations", [])
-        for error in item.get("teardown_errors") or []
-    ]
     if teardown_errors:
         out += ["", "### fixture teardown failed (no promise is blamed; the run is incomplete)", ""]
         out += teardown_errors
+    walked = _walk(report)
     for outcome, heading in _ATTENTION:
-        entries = _attention(report, outcome)
+        entries = walked.groups[outcome]
         if not entries:
             continue
         out += ["", f"### {heading}", ""]
@@ -557,12 +562,11 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             if outcome in ("violated", "pending") and promise.get("detail"):
                 fence = _md_fence(promise["detail"])
                 out += ["", f"  {fence}", *_indent(promise["detail"], "  "), f"  {fence}"]
-    reran = _reran(report)
-    if reran:
-        out += ["", f"### {_reruns_heading(len(reran))}", ""]
+    if walked.reran:
+        out += ["", f"### {_reruns_heading(len(walked.reran))}", ""]
         out += [
             f"- {_md_code(item['id'])} `{promise['id']}` — {_after_reruns(promise)}"
-            for item, promise in reran
+            for item, promise in walked.reran
         ]
     return "\n".join(out) + "\n\n" + render_matrix_markdown(report)
 

@@ -19,15 +19,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from polyloop._canonical_json import canonical_json
 from polyloop._schema import check_schema
 
 __all__ = ["Tool", "ToolEnvironmentError", "ToolRegistry"]
-
-
-def _canonical(value: object) -> str:
-    return json.dumps(
-        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
 
 
 class ToolEnvironmentError(Exception):
@@ -77,7 +72,7 @@ class Tool:
         if not isinstance(self.parameters, Mapping):
             raise ValueError("Tool.parameters must be a JSON-schema mapping")
         try:
-            _canonical(dict(self.parameters))
+            canonical_json(dict(self.parameters))
         except (TypeError, ValueError, RecursionError) as exc:
             raise ValueError(f"Tool.parameters must be JSON-serialisable: {exc}") from None
         try:
@@ -94,7 +89,7 @@ class Tool:
         return {
             "name": self.name,
             "description": self.description,
-            "parameters": json.loads(_canonical(dict(self.parameters))),
+            "parameters": json.loads(canonical_json(dict(self.parameters))),
             "completion_marker": self.completion_marker,
         }
 
@@ -134,7 +129,7 @@ class ToolRegistry:
         lines = []
         for spec in self.specs():
             lines.append(f"- {spec['name']}: {spec['description']}")
-            lines.append(f"  parameters: {_canonical(spec['parameters'])}")
+            lines.append(f"  parameters: {canonical_json(spec['parameters'])}")
             if spec["completion_marker"]:
                 lines.append("  calling this tool completes the task")
         return "\n".join(lines)

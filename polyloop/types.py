@@ -17,10 +17,23 @@ import enum
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
+from polyloop._canonical_json import canonical_json
+from polyloop._codec import (
+    MAX_NESTING,
+    Fields,
+    check_version,
+    decode_record,
+    is_bool,
+    is_dict,
+    is_int,
+    is_opt_str,
+    is_str,
+    record_to_json,
+)
 from polyloop._utf8_json import utf8_json
 from polyloop.tools import ToolRegistry
 
@@ -57,10 +70,6 @@ __all__ = [
 
 SCHEMA_VERSION = "1.0"
 
-# How deep tool arguments may nest ({} is one level). One limit for the parser, Action and the
-# record encoder, far below where Python's recursion (JSON encoding and decoding) gives out.
-MAX_NESTING = 100
-
 
 def nested_deeper_than(value: object, limit: int) -> bool:
     """Whether ``value`` holds mappings and lists more than ``limit`` levels deep (no recursion)."""
@@ -77,13 +86,6 @@ def nested_deeper_than(value: object, limit: int) -> bool:
             return True
         pending.extend((child, depth + 1) for child in children)
     return False
-
-
-def canonical_json(value: object) -> str:
-    """The one JSON encoding polyloop uses for records, ``tool_args_json`` and hashes."""
-    return json.dumps(
-        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
 
 
 def is_usage_number(value: object) -> bool:
@@ -354,9 +356,7 @@ class _JsonRecord:
         escape, everything else as canonical JSON writes it, so a store that keeps this text as
         it is round-trips every string Python and JSON accept. (A high surrogate directly followed
         by a low one is a UTF-16 pair, which JSON reads back as the one character it spells.)"""
-        from polyloop._codec import record_to_json  # the codec imports this module: bound late
-
-        return record_to_json(self)  # type: ignore[arg-type]  # every subclass is a Record
+        return record_to_json(self, self.kind, walk=isinstance(self, RunStarted))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -486,6 +486,143 @@ class RunLog:
         return tuple(r for r in self.records if isinstance(r, StepCompleted))
 
 
+# --------------------------------------------------------------------------- decoding
+
+
+def _read_reply(data: object) -> ModelReply:
+    d = Fields("model reply", data)
+    usage = d.get("usage", is_dict, "an object", default={})
+    problem = usage_problem(usage)
+    if problem is not None:
+        raise ValueError(f"malformed model reply: usage {problem}")
+    return ModelReply(
+        text=d.get("text", is_str, "a str"),
+        reasoning=d.get("reasoning", is_str, "a str", default=""),
+        call_id=d.get("call_id", is_opt_str, "a str or null", default=None),
+        usage=usage,
+    )
+
+
+def _read_action(data: object) -> Action:
+    d = Fields("action", data)
+    return Action(
+        text=d.get("text", is_str, "a str"),
+        tool_name=d.get("tool_name", is_opt_str, "a str or null", default=None),
+        tool_args=d.get(
+            "tool_args", lambda v: v is None or is_dict(v), "an object or null", default=None
+        ),
+    )
+
+
+def _read_status(value: Any) -> ActionStatus | None:
+    if value is None:
+        return None
+    try:
+        return ActionStatus(value)
+    except ValueError:
+        raise ValueError(f"malformed step record: unknown action_status {value!r}") from None
+
+
+def _read_step(data: object) -> StepRecord:
+    d = Fields("step record", data)
+    version = check_version("step record", d.get("schema_version", is_str, "a str"))
+    kwargs: dict[str, Any] = {}
+    for name in (
+        "step_index",
+        "response_chars",
+        "reasoning_chars",
+        "observation_truncated_chars",
+        "prompt_chars",
+        "step_wall_ms",
+    ):
+        kwargs[name] = d.get(name, is_int, "an int")
+    for name in ("raw_output", "observation"):
+        kwargs[name] = d.get(name, is_str, "a str")
+    for name in ("action", "parse_error", "llm_call_id"):
+        kwargs[name] = d.get(name, is_opt_str, "a str or null")
+    for name in ("tool_name", "tool_args_json"):
+        kwargs[name] = d.get(name, is_opt_str, "a str or null", default=None)
+    for name in ("parse_ok", "observation_is_synthetic"):
+        kwargs[name] = d.get(name, is_bool, "a bool")
+    kwargs["env_reported_completion"] = d.get(
+        "env_reported_completion", is_bool, "a bool", default=False
+    )
+    kwargs["action_status"] = _read_status(d.data.get("action_status"))
+    return StepRecord(schema_version=version, **kwargs)
+
+
+def _read_run_started(d: Fields, version: str) -> RunStarted:
+    return RunStarted(
+        run_id=d.get("run_id", is_str, "a str"),
+        goal=d.get("goal", is_str, "a str"),
+        parameters=d.get("parameters", is_dict, "an object"),
+        parameters_hash=d.get("parameters_hash", is_str, "a str"),
+        started_at=d.get("started_at", is_str, "a str"),
+        schema_version=version,
+    )
+
+
+def _read_model_call_intent(d: Fields, version: str) -> ModelCallIntent:
+    return ModelCallIntent(
+        step_index=d.get("step_index", is_int, "an int"),
+        prompt_chars=d.get("prompt_chars", is_int, "an int"),
+        schema_version=version,
+    )
+
+
+def _read_model_replied(d: Fields, version: str) -> ModelReplied:
+    return ModelReplied(
+        step_index=d.get("step_index", is_int, "an int"),
+        reply=_read_reply(d.get("reply", is_dict, "an object")),
+        schema_version=version,
+    )
+
+
+def _read_action_intent(d: Fields, version: str) -> ActionIntent:
+    return ActionIntent(
+        step_index=d.get("step_index", is_int, "an int"),
+        action=_read_action(d.get("action", is_dict, "an object")),
+        schema_version=version,
+    )
+
+
+def _read_step_completed(d: Fields, version: str) -> StepCompleted:
+    return StepCompleted(
+        step=_read_step(d.get("step", is_dict, "an object")),
+        executor_observation=d.get(
+            "executor_observation", is_opt_str, "a str or null", default=None
+        ),
+        model_error=d.get("model_error", is_opt_str, "a str or null", default=None),
+        schema_version=version,
+    )
+
+
+def _read_run_finished(d: Fields, version: str) -> RunFinished:
+    stop = d.get("stop_reason", is_str, "a str")
+    try:
+        stop_reason = StopReason(stop)
+    except ValueError:
+        raise ValueError(f"malformed run_finished record: unknown stop_reason {stop!r}") from None
+    return RunFinished(
+        stop_reason=stop_reason,
+        final_answer=d.get("final_answer", is_opt_str, "a str or null"),
+        executed_actions=d.get("executed_actions", is_int, "an int"),
+        finished_at=d.get("finished_at", is_str, "a str"),
+        schema_version=version,
+    )
+
+
+# What record_from_json builds for each kind (the codec checks the JSON, the kind and the version).
+_READERS: dict[str, Callable[[Fields, str], Record]] = {
+    "run_started": _read_run_started,
+    "model_call_intent": _read_model_call_intent,
+    "model_replied": _read_model_replied,
+    "action_intent": _read_action_intent,
+    "step_completed": _read_step_completed,
+    "run_finished": _read_run_finished,
+}
+
+
 def record_from_json(text: str | bytes) -> Record:
     """Decode one record written by ``record.to_json()``; the exact inverse for known versions.
 
@@ -493,6 +630,4 @@ def record_from_json(text: str | bytes) -> Record:
     naming it; any other malformation raises ``ValueError`` naming the field. Unknown fields of a
     known major version (added by a later minor) are ignored.
     """
-    from polyloop._codec import decode_record  # the codec imports this module: bound late
-
-    return decode_record(text)
+    return decode_record(text, _READERS)

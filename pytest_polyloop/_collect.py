@@ -26,6 +26,7 @@ from pytest_polyloop._discovery import (
     tagged_fixtures,
 )
 from pytest_polyloop._generate import generate_suite, suite_name
+from pytest_polyloop._pytest_private import fixture_visible
 from pytest_polyloop._registry import SeamRegistry
 
 __all__ = ["Collection", "GeneratedSuite", "HolderModule"]
@@ -249,7 +250,5 @@ def _samples_needed(seam: str, fixture: str) -> str:
 
 
 def _visible(fixture: str, node: pytest.Collector) -> bool:
-    """Whether a fixture of that name is visible from ``node`` (``getfixturedefs`` is the one
-    fixture-manager method that exists with this meaning on pytest 8.4 through 9.2)."""
-    manager: Any = node.session._fixturemanager
-    return bool(manager.getfixturedefs(fixture, node))
+    """Whether a fixture of that name is visible from ``node``."""
+    return fixture_visible(fixture, node)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from polyloop._exception_text import exception_message
 from polyloop._utf8_json import utf8_text
 from polyloop.report import ReportError, render_markdown, render_matrix_text, render_text
 from pytest_polyloop import _kit
@@ -239,7 +240,8 @@ class ConformanceSession:
         location = ""
         if not isinstance(excinfo.value, self.kit.UnusableSamples):
             location = self._user_location(excinfo)
-        message = str(excinfo.value)
+        # exception_message: an error whose __str__ raises is still one setup error
+        message = exception_message(excinfo.value, limit=None)
         if isinstance(excinfo.value, pytest.fail.Exception):  # str() would add pytest's prefix
             message = excinfo.value.msg or message
         return {"type": excinfo.typename, "message": message, "location": location}

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_polyloop import _time_limits, hookspecs
 from pytest_polyloop._conftest_errors import marker_on_fixture_misuse, seam_argument_misuse
+from pytest_polyloop._pytest_private import set_ini_default
 from pytest_polyloop._report_text import escape_surrogates
 from pytest_polyloop._tagging import MARKER_NAME
 
@@ -192,5 +193,4 @@ def _default_fixture_loop_scope(config: pytest.Config) -> None:
             return
     except ValueError:
         return  # pytest-asyncio is not installed: the session says what to install
-    # getini caches; there is no public setter (pytest 8.4–9.2 keep the cache under this name).
-    config._inicache[_LOOP_SCOPE_KEY] = "function"
+    set_ini_default(config, _LOOP_SCOPE_KEY, "function")  # pytest has no public setter

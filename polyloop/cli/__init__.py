@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, NoReturn, TextIO
 
+from polyloop._exception_text import exception_message
 from polyloop._run_id import validate_run_id
 from polyloop.cli._demo import run_demo
 from polyloop.cli._read_only import NoStore, ReadOnlySQLite, open_for_reading
@@ -122,8 +123,13 @@ def _check_arguments(args: argparse.Namespace) -> None:
         validate_run_id(args.run_id)
 
 
+def _one_line(exc: BaseException) -> str:
+    """The error's message on one line (its type's name when it has none)."""
+    return " ".join(exception_message(exc, limit=None).split()) or type(exc).__name__
+
+
 def _refuse(exc: BaseException, status: int) -> int:
-    message = " ".join(str(exc).split()) or type(exc).__name__
+    message = _one_line(exc)
     text = f"polyloop: error: {message}\n"
     sys.stderr.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
     return status
@@ -212,7 +218,7 @@ async def _read_or_reason(store: RunStore | ReadOnlySQLite, run_id: str) -> RunL
     try:
         return await store.read_log(run_id)
     except (PolyloopError, ValueError) as exc:
-        return " ".join(str(exc).split()) or type(exc).__name__
+        return _one_line(exc)
 
 
 def _runs_row(run_id: str, log: RunLog | str) -> tuple[str, str, str, str]:

@@ -12,6 +12,7 @@ import ast
 import operator
 from collections.abc import Callable
 
+from polyloop._exception_text import exception_text
 from polyloop._loop import run
 from polyloop.models import ScriptedModel
 from polyloop.ports import RunStore
@@ -119,7 +120,7 @@ class CalculatorExecutor:
             value = evaluate(expression)
         except (ArithmeticError, ValueError, SyntaxError, RecursionError) as exc:
             return ActionOutcome(
-                status=ActionStatus.EXECUTED, observation=f"error: {type(exc).__name__}: {exc}"
+                status=ActionStatus.EXECUTED, observation=f"error: {exception_text(exc)}"
             )
         shown = str(int(value)) if value.is_integer() else repr(value)
         return ActionOutcome(status=ActionStatus.EXECUTED, observation=shown)

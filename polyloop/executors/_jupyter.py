@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from polyloop._closing import AsyncClosing
+from polyloop._timeout import checked_timeout_s, shown_timeout
 from polyloop.executors._child_env import checked_env, child_environment
 from polyloop.executors._jupyter_output import ObservationBuffer, render_message
 from polyloop.executors._observation_cap import checked_max_observation_chars
@@ -69,7 +70,7 @@ class _Kernel:
         self.pid: int | None = None
         self.pgid: int | None = None
 
-    async def start(self, timeout_s: float, **launch: Any) -> None:
+    async def start(self, timeout_s: float | None, **launch: Any) -> None:
         """Launch the kernel and wait until it answers (jupyter_client bounds neither wait)."""
         async with asyncio.timeout(timeout_s):
             await self.manager.start_kernel(**launch)
@@ -213,23 +214,20 @@ class JupyterExecutor(AsyncClosing):
         self,
         kernel_name: str = "python3",
         *,
-        timeout_s: float = 30.0,
+        timeout_s: float | None = 30.0,
         max_observation_chars: int | None = 100_000,
-        start_timeout_s: float = 60.0,
+        start_timeout_s: float | None = 60.0,
         env: Mapping[str, str] | None = None,
         inherit_env: bool = False,
         cwd: str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(kernel_name, str) or not kernel_name.strip():
             raise ValueError(f"kernel_name must be a non-empty str, got {kernel_name!r}")
-        for name, value in (("timeout_s", timeout_s), ("start_timeout_s", start_timeout_s)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"{name} must be a number > 0, got {value!r}")
         if not isinstance(inherit_env, bool):
             raise TypeError(f"inherit_env must be a bool, got {type(inherit_env).__name__}")
         self.kernel_name = kernel_name
-        self.timeout_s = float(timeout_s)
-        self.start_timeout_s = float(start_timeout_s)
+        self.timeout_s = checked_timeout_s("timeout_s", timeout_s)
+        self.start_timeout_s = checked_timeout_s("start_timeout_s", start_timeout_s)
         self.max_observation_chars = checked_max_observation_chars(max_observation_chars)
         self.env = checked_env(env)
         self.inherit_env = inherit_env
@@ -266,7 +264,7 @@ class JupyterExecutor(AsyncClosing):
                 msg_id = kernel.client.execute(code, allow_stdin=False, stop_on_error=False)
                 await kernel.collect(msg_id, output)
         except TimeoutError:
-            why = f"TimeoutError: the code did not finish within {self.timeout_s:g} s"
+            why = f"TimeoutError: the code did not finish within {shown_timeout(self.timeout_s)} s"
             return _outcome(output, await self._interrupt(kernel, msg_id, output, why))
         except _KernelBroken as exc:
             await self._discard()
@@ -333,7 +331,7 @@ class JupyterExecutor(AsyncClosing):
             if isinstance(exc, TimeoutError):
                 raise _KernelBroken(
                     f"The Jupyter kernel {self.kernel_name!r} did not start within "
-                    f"{self.start_timeout_s:g} s."
+                    f"{shown_timeout(self.start_timeout_s)} s."
                 ) from None
             if isinstance(exc, Exception):
                 raise _KernelBroken(
@@ -360,5 +358,6 @@ class JupyterExecutor(AsyncClosing):
 
     def __repr__(self) -> str:
         return (
-            f"JupyterExecutor({self.kernel_name!r}, timeout_s={self.timeout_s:g}, pid={self.pid})"
+            f"JupyterExecutor({self.kernel_name!r}, "
+            f"timeout_s={shown_timeout(self.timeout_s)}, pid={self.pid})"
         )

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
 from polyloop._closing import AsyncClosing
+from polyloop._exception_text import exception_text
+from polyloop._timeout import checked_timeout_s, shown_timeout
 from polyloop.executors._observation_cap import checked_max_observation_chars
 from polyloop.executors._tool import _shown, invalid_arguments, truncate_observation, unknown_tool
 from polyloop.tools import Tool, ToolRegistry
@@ -44,22 +46,6 @@ def _require_sdk() -> None:
         raise ImportError(_INSTALL_HINT) from exc
 
 
-def _positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{name} must be a number > 0, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return float(value)
-
-
-def _describe(exc: BaseException) -> str:
-    """``"ExcType: message"`` of the first leaf of an exception (group)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    message = str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
 class _Connection:
     """An ``mcp.Client`` owned by one task of an event loop running on a thread of its own.
 
@@ -68,7 +54,9 @@ class _Connection:
     loop.
     """
 
-    def __init__(self, server: object, *, read_timeout_s: float, open_timeout_s: float) -> None:
+    def __init__(
+        self, server: object, *, read_timeout_s: float | None, open_timeout_s: float | None
+    ) -> None:
         self._server = server
         self._read_timeout_s = read_timeout_s
         self._open_timeout_s = open_timeout_s
@@ -103,11 +91,13 @@ class _Connection:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
         if not self._stopping:  # else stop() came before the loop existed: never connect
             with anyio.CancelScope() as scope:
-                scope.deadline = anyio.current_time() + self._open_timeout_s
+                if self._open_timeout_s is not None:
+                    scope.deadline = anyio.current_time() + self._open_timeout_s
                 self._opening = scope
                 await self._own()
             if scope.cancelled_caught and not self._stop.is_set():
-                self._fail_open(TimeoutError(f"no answer within {self._open_timeout_s:g} s"))
+                waited = shown_timeout(self._open_timeout_s)
+                self._fail_open(TimeoutError(f"no answer within {waited} s"))
         self._fail_open(ConnectionError("the executor was closed while it was opening"))
         if not self._stopping:  # until aclose(), calls get "connection closed" from _call
             await self._stop.wait()
@@ -129,7 +119,7 @@ class _Connection:
                 self._ready.set_result(tools)
                 await self._stop.wait()
         except Exception as exc:  # the transport failed: open() raises it, or calls report it
-            self._lost = _describe(exc)
+            self._lost = exception_text(exc)
             self._fail_open(exc)
             _LOGGER.debug("MCP connection ended: %s", self._lost, exc_info=True)
         finally:
@@ -235,7 +225,7 @@ def _error_status(exc: Exception) -> tuple[ActionStatus, str]:
     from mcp import MCPError
 
     if not isinstance(exc, MCPError):  # transport failures, a result the SDK could not decode
-        return ActionStatus.ENV_ERROR, _describe(exc)
+        return ActionStatus.ENV_ERROR, exception_text(exc)
     if exc.code in (_INVALID_PARAMS, _METHOD_NOT_FOUND):
         return ActionStatus.NOT_EXECUTED, f"the server refused the call ({exc.code}): {exc}"
     if exc.code == _CONNECTION_CLOSED:
@@ -266,8 +256,8 @@ def _outcome(status: ActionStatus, text: str, limit: int | None) -> ActionOutcom
 class _Options(TypedDict, total=False):
     """The keyword options ``stdio()`` and ``http()`` pass on to the constructor unchanged."""
 
-    read_timeout_s: float
-    open_timeout_s: float
+    read_timeout_s: float | None
+    open_timeout_s: float | None
     max_observation_chars: int | None
 
 
@@ -303,14 +293,14 @@ class MCPExecutor(AsyncClosing):
         self,
         server: object,
         *,
-        read_timeout_s: float = 60.0,
-        open_timeout_s: float = 30.0,
+        read_timeout_s: float | None = 60.0,
+        open_timeout_s: float | None = 30.0,
         max_observation_chars: int | None = 100_000,
     ) -> None:
         _require_sdk()
         self.server = server
-        self.read_timeout_s = _positive("read_timeout_s", read_timeout_s)
-        self.open_timeout_s = _positive("open_timeout_s", open_timeout_s)
+        self.read_timeout_s = checked_timeout_s("read_timeout_s", read_timeout_s)
+        self.open_timeout_s = checked_timeout_s("open_timeout_s", open_timeout_s)
         self.max_observation_chars = checked_max_observation_chars(max_observation_chars)
         self._connection: _Connection | None = None
         self._closed = False
@@ -379,7 +369,9 @@ class MCPExecutor(AsyncClosing):
         try:
             tools = await connection.open()
         except Exception as exc:
-            raise ConnectionError(f"could not open MCP server {self}: {_describe(exc)}") from exc
+            raise ConnectionError(
+                f"could not open MCP server {self}: {exception_text(exc)}"
+            ) from exc
         try:
             self._registry = _registry(tools)
         except BaseException:

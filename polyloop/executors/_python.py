@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from polyloop._closing import AsyncClosing
+from polyloop._timeout import checked_timeout_s, shown_timeout
 from polyloop.executors import _python_server
 from polyloop.executors._child_env import checked_env, child_environment
 from polyloop.executors._observation_cap import checked_max_observation_chars
@@ -161,9 +162,9 @@ class PythonExecutor(AsyncClosing):
     def __init__(
         self,
         *,
-        timeout_s: float = 30.0,
+        timeout_s: float | None = 30.0,
         max_observation_chars: int | None = 100_000,
-        start_timeout_s: float = 30.0,
+        start_timeout_s: float | None = 30.0,
         env: Mapping[str, str] | None = None,
         inherit_env: bool = False,
         cwd: str | os.PathLike[str] | None = None,
@@ -173,13 +174,10 @@ class PythonExecutor(AsyncClosing):
         max_file_bytes: int | None = None,
         network: bool = True,
     ) -> None:
-        for name, value in (("timeout_s", timeout_s), ("start_timeout_s", start_timeout_s)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"{name} must be a number > 0, got {value!r}")
         if not isinstance(inherit_env, bool):
             raise TypeError(f"inherit_env must be a bool, got {type(inherit_env).__name__}")
-        self.timeout_s = float(timeout_s)
-        self.start_timeout_s = float(start_timeout_s)
+        self.timeout_s = checked_timeout_s("timeout_s", timeout_s)
+        self.start_timeout_s = checked_timeout_s("start_timeout_s", start_timeout_s)
         self.max_observation_chars = checked_max_observation_chars(max_observation_chars)
         self.env = checked_env(env)
         self.inherit_env = inherit_env
@@ -220,7 +218,7 @@ class PythonExecutor(AsyncClosing):
                 observation, cut = _checked(await self._exchange(proc, line), ident)
         except TimeoutError:
             await self._kill()
-            return _stopped(f"the code did not finish within {self.timeout_s:g} s")
+            return _stopped(f"the code did not finish within {shown_timeout(self.timeout_s)} s")
         except _SessionBroken as exc:
             await self._kill()
             if _SIGXCPU is not None and exc.returncode == -_SIGXCPU:
@@ -333,7 +331,7 @@ class PythonExecutor(AsyncClosing):
         except TimeoutError:
             await self._kill()
             raise _SessionBroken(
-                f"The Python session did not start within {self.start_timeout_s:g} s."
+                f"The Python session did not start within {shown_timeout(self.start_timeout_s)} s."
             ) from None
         except BaseException:  # broken, or cancelled while starting: leave no child behind
             await self._kill()
@@ -372,7 +370,7 @@ class PythonExecutor(AsyncClosing):
         await self._kill()  # also when the child exited: its grandchildren must not outlive it
 
     def __repr__(self) -> str:
-        return f"PythonExecutor(timeout_s={self.timeout_s:g}, pid={self.pid})"
+        return f"PythonExecutor(timeout_s={shown_timeout(self.timeout_s)}, pid={self.pid})"
 
 
 def _stopped(why: str) -> ActionOutcome:

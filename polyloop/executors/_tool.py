@@ -7,7 +7,9 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
+from polyloop._exception_text import exception_message, exception_text
 from polyloop._schema import validate
+from polyloop._shown import shown
 from polyloop.executors._observation_cap import checked_max_observation_chars
 from polyloop.tools import Tool, ToolEnvironmentError, ToolRegistry
 from polyloop.types import Action, ActionOutcome, ActionStatus, canonical_json
@@ -18,9 +20,7 @@ _NAME_SHOWN = 80  # a tool name quoted in an observation is cut here: the name i
 
 
 def _shown(name: str) -> str:
-    if len(name) <= _NAME_SHOWN:
-        return repr(name)
-    return repr(name[:_NAME_SHOWN]) + f"… ({len(name)} characters)"
+    return shown(name, _NAME_SHOWN)
 
 
 def truncate_observation(observation: str, limit: int | None) -> tuple[str, int]:
@@ -38,20 +38,6 @@ def truncate_observation(observation: str, limit: int | None) -> tuple[str, int]
 def truncation_marker(cut: int) -> str:
     """The line appended to an observation from which ``cut`` characters were removed."""
     return f"\n[... {cut} more characters truncated]"
-
-
-def _message(exc: Exception) -> str:
-    """``str(exc)``, even if ``str()`` fails."""
-    try:
-        return str(exc)
-    except Exception:  # a broken __str__ must not turn a tool error into an executor crash
-        return "<the exception's message could not be rendered>"
-
-
-def _describe(exc: Exception) -> str:
-    """``"ExcType: message"`` (just ``"ExcType"`` without a message)."""
-    message = _message(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 _LISTED = 20  # at most this many tool names in a refusal
@@ -147,9 +133,11 @@ class ToolExecutor:
         try:
             result = await self._call(tool, args)
         except ToolEnvironmentError as exc:  # the tool says its environment is gone
-            status, observation = ActionStatus.ENV_ERROR, _message(exc) or _describe(exc)
+            # the observation cap below cuts (and counts) a long message: none is cut here
+            status = ActionStatus.ENV_ERROR
+            observation = exception_message(exc, limit=None) or exception_text(exc, limit=None)
         except Exception as exc:  # the tool ran and failed: a normal, correctable observation
-            observation = _describe(exc)
+            observation = exception_text(exc, limit=None)
         else:
             observation = self._render(tool, result)
         text, cut = truncate_observation(observation, self.max_observation_chars)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from polyloop._timeout import checked_timeout_s
 from polyloop.types import Message, ModelReply, is_usage_number
 
 _INSTALL_HINT = "OpenAIChatModel needs the openai client: pip install 'polyloop[openai]'"
@@ -67,16 +67,8 @@ class OpenAIChatModel:
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError("OpenAIChatModel.model must be a non-empty str")
-        if deadline_s is not None and (
-            isinstance(deadline_s, bool)
-            or not isinstance(deadline_s, int | float)
-            or not math.isfinite(deadline_s)
-            or deadline_s <= 0
-        ):
-            raise ValueError(
-                "OpenAIChatModel.deadline_s must be a positive number of seconds, "
-                f"got {deadline_s!r}"
-            )
+        timeout_s = checked_timeout_s("timeout_s", timeout_s)
+        deadline_s = checked_timeout_s("deadline_s", deadline_s)
         try:
             import openai  # noqa: F401  (checked here so a missing extra fails at construction)
         except ImportError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from polyloop._shown import shown
 from polyloop.parsers._fences import FencedBlock, scan_fences
 from polyloop.types import Action, FinalAnswer, InvalidDecision, ModelReply, ParsedReply
 
@@ -32,7 +33,7 @@ _SHOWN = 40
 
 
 def _shown(text: str) -> str:
-    return repr(text if len(text) <= _SHOWN else text[:_SHOWN] + "…")
+    return shown(text, _SHOWN)
 
 
 class CodeBlockParser:

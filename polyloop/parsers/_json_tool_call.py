@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from polyloop._shown import shown
 from polyloop.parsers._fences import scan_fences
 from polyloop.types import (
     MAX_NESTING,
@@ -31,8 +32,7 @@ _SHOWN = 60
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _SHOWN else text[:_SHOWN] + "…"
+    return shown(value, _SHOWN)
 
 
 class _NonFinite(ValueError):

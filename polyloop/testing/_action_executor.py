@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from polyloop._exception_text import exception_text
 from polyloop.ports import ActionExecutor
 from polyloop.testing._base import (
     ContractBase,
@@ -26,7 +27,7 @@ from polyloop.testing._base import (
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
 from polyloop.testing._samples import ActionSamples
-from polyloop.testing._shapes import action_outcome_problems, short
+from polyloop.testing._shapes import SHORT, action_outcome_problems, short
 from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
 from polyloop.types import Action, ActionOutcome, ActionStatus
 
@@ -135,7 +136,7 @@ class _Sequence:
             outcome = await _bounded_call(self.executor, action, where)
         except Exception as error:
             pytest.fail(
-                f"{where} raised {type(error).__name__}: {short(str(error))}; the calls "
+                f"{where} raised {exception_text(error, limit=SHORT)}; the calls "
                 f"before: {_history(self.calls)}",
                 pytrace=False,
             )
@@ -480,7 +481,7 @@ class ActionExecutorContract(ContractBase):
                     )
                 pytest.fail(
                     f"{where}, execute(action_samples.{which}) raised "
-                    f"{type(error).__name__}: {short(str(error))} — a broken environment must "
+                    f"{exception_text(error, limit=SHORT)} — a broken environment must "
                     "be returned as ActionOutcome(status=env_error), on every call",
                     pytrace=False,
                 )

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from polyloop.testing._shapes import short
+from polyloop._exception_text import exception_text
+from polyloop.testing._shapes import SHORT, short
 from polyloop.testing._skips import not_applicable
 
 # How long a cancelled call may take to unwind (close a connection, kill a child) before the
@@ -177,7 +178,7 @@ async def _demand_cancelled(task: asyncio.Future[Any], what: str) -> None:
             pytrace=False,
         )
     pytest.fail(
-        f"{what} raised {type(error).__name__}: {short(str(error))} instead of letting "
+        f"{what} raised {exception_text(error, limit=SHORT)} instead of letting "
         "CancelledError through",
         pytrace=False,
     )

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from polyloop._exception_text import exception_text
+from polyloop.testing._sample_records import started
 from polyloop.types import Action, ActionIntent, ModelCallIntent, Record, RunStarted
 
 __all__ = [
@@ -64,7 +66,7 @@ def load_factory(spec: str) -> Callable[[Path], Any]:
     except Exception as error:
         raise FactoryError(
             f"store factory {spec!r}: cannot import module {module_name!r} "
-            f"({type(error).__name__}: {error})"
+            f"({exception_text(error)})"
         ) from error
     for part in attribute.split("."):
         try:
@@ -97,12 +99,8 @@ async def close_store(store: Any) -> None:
 
 
 def _start(run_id: str, run_index: int) -> RunStarted:
-    return RunStarted(
-        run_id=run_id,
-        goal=f"crash probe run {run_index}",
-        parameters={"system_prompt": "crash probe"},
-        parameters_hash="sha256:" + "0" * 64,
-        started_at="2026-01-01T00:00:00.000Z",
+    return started(
+        run_id, f"crash probe run {run_index}", parameters={"system_prompt": "crash probe"}
     )
 
 

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from polyloop._exception_text import exception_text
 from polyloop.ports import DecisionParser
 from polyloop.testing import _parse_child
 from polyloop.testing import strategies as pst
@@ -34,7 +35,7 @@ from polyloop.testing._base import (
 )
 from polyloop.testing._durability import _child_env
 from polyloop.testing._samples import ParserSamples
-from polyloop.testing._shapes import mismatch, parsed_reply_problems, short
+from polyloop.testing._shapes import SHORT, mismatch, parsed_reply_problems, short
 from polyloop.testing._skips import not_applicable, unverifiable
 from polyloop.types import (
     Action,
@@ -60,7 +61,7 @@ def _parse(parser: DecisionParser, reply: ModelReply) -> ParsedReply:
         decision = parser.parse(reply)
     except Exception as error:  # the promise is exactly "never raises": report, do not crash
         pytest.fail(
-            f"parse() raised {type(error).__name__}: {short(str(error))}\n"
+            f"parse() raised {exception_text(error, limit=SHORT)}\n"
             f"on {short(reply, 400)}\n"
             "a parser must return InvalidDecision(feedback=...) for input it cannot parse",
             pytrace=False,

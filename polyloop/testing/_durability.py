@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polyloop._exception_text import exception_text
 from polyloop.testing import _crash_writer
 from polyloop.testing._crash_writer import close_store, open_store, planned_calls, planned_records
 from polyloop.testing._run_ids import fresh_run_ids
+from polyloop.testing._sample_records import started
 from polyloop.testing._shapes import mismatch
-from polyloop.types import Action, ActionIntent, ModelCallIntent, Record, RunStarted
+from polyloop.types import Action, ActionIntent, ModelCallIntent, Record
 
 __all__ = ["CrashFindings", "crash_findings", "reopen_problems", "run_crash_probe"]
 
@@ -178,7 +180,7 @@ async def _check_round(
         try:
             log = tuple((await store.read_log(run_id)).records)
         except Exception as error:
-            problem = f"{at}: read_log({run_id!r}) raised {type(error).__name__}: {error}"
+            problem = f"{at}: read_log({run_id!r}) raised {exception_text(error)}"
             findings.atomicity.append(problem + " (a partial record?)")
             findings.durability.append(problem)
             continue
@@ -233,12 +235,8 @@ async def _append_next(
     record: Record = (
         ModelCallIntent(step_index=999, prompt_chars=1)
         if log
-        else RunStarted(
-            run_id=run_id,
-            goal="after the crash",
-            parameters={},
-            parameters_hash="sha256:" + "1" * 64,
-            started_at="2026-01-01T00:00:02.000Z",
+        else started(
+            run_id, "after the crash", parameters={}, started_at="2026-01-01T00:00:02.000Z"
         )
     )
     try:
@@ -247,7 +245,7 @@ async def _append_next(
     except Exception as error:
         findings.atomicity.append(
             f"{at}: the next append to run {run_id} at sequence {len(log)} raised "
-            f"{type(error).__name__}: {error}"
+            f"{exception_text(error)}"
         )
         return
     if tuple(after) != (*log, record):
@@ -295,7 +293,7 @@ async def run_crash_probe(factory: str, directory: Path) -> CrashFindings:
             try:
                 opened.append(await open_store(open_factory, directory))
             except Exception as error:  # e.g. StoreCorrupted: the kill broke the whole store
-                problem = f"{at}: reopening the store raised {type(error).__name__}: {error}"
+                problem = f"{at}: reopening the store raised {exception_text(error)}"
                 findings.atomicity.append(problem)
                 findings.durability.append(problem)
                 raise _Abandon from error

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from polyloop._exception_text import exception_text
 from polyloop.ports import EventSink
 from polyloop.testing import strategies as pst
 from polyloop.testing._base import (
@@ -30,8 +31,9 @@ from polyloop.testing._base import (
     unverifiable_promise,
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
+from polyloop.testing._sample_records import started
 from polyloop.testing._samples import EventSinkSamples
-from polyloop.testing._shapes import mismatch, short
+from polyloop.testing._shapes import SHORT, mismatch, short
 from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
 from polyloop.types import (
     Action,
@@ -302,13 +304,7 @@ class EventSinkContract(ContractBase):
             Event(
                 run_id=run_id,
                 sequence=index,
-                record=RunStarted(
-                    run_id=run_id,
-                    goal=f"goal {index}",
-                    parameters={},
-                    parameters_hash="sha256:" + "0" * 64,
-                    started_at="2026-01-01T00:00:00.000Z",
-                )
+                record=started(run_id, f"goal {index}", parameters={})
                 if index == 0
                 else ModelCallIntent(step_index=index, prompt_chars=index * 10),
             )
@@ -321,7 +317,7 @@ class EventSinkContract(ContractBase):
         failures = [r for r in results if isinstance(r, BaseException)]
         assert not failures, (
             f"{len(failures)} of {len(events)} concurrent emits failed; first: "
-            f"{type(failures[0]).__name__}: {short(str(failures[0]))}"
+            f"{exception_text(failures[0], limit=SHORT)}"
         )
 
     async def test_cancellation_propagates(self, event_sink: EventSink) -> None:
@@ -372,7 +368,7 @@ class EventSinkContract(ContractBase):
         failures = [r for r in results if isinstance(r, BaseException)]
         assert not failures, (
             f"{len(failures)} of {len(events)} concurrent emits raised (not delivered); first: "
-            f"{type(failures[0]).__name__}: {short(str(failures[0]))}"
+            f"{exception_text(failures[0], limit=SHORT)}"
         )
         async with asyncio.timeout(_DELIVERY_TIMEOUT_S):
             got: object = await read_back(event_sink)

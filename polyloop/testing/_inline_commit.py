@@ -15,6 +15,7 @@ from typing import Any
 
 from polyloop._commit import inline_commit
 from polyloop.ports import BatchRunStore, RunStore
+from polyloop.testing import _sample_records
 from polyloop.testing._shapes import mismatch
 from polyloop.testing._skips import not_applicable
 from polyloop.types import (
@@ -24,7 +25,6 @@ from polyloop.types import (
     ModelReplied,
     ModelReply,
     Record,
-    RunFinished,
     RunStarted,
     StopReason,
 )
@@ -56,21 +56,10 @@ def inline_or_skip(store: RunStore) -> tuple[InlineCommit, BatchRunStore]:
 
 
 def started(run_id: str) -> RunStarted:
-    return RunStarted(
-        run_id=run_id,
-        goal="inline commit probe",
-        parameters={"system_prompt": "contract"},
-        parameters_hash="sha256:" + "0" * 64,
-        started_at="2026-01-01T00:00:00.000Z",
-    )
+    return _sample_records.started(run_id, "inline commit probe")
 
 
-_FINISHED = RunFinished(
-    stop_reason=StopReason.STEP_BUDGET,
-    final_answer=None,
-    executed_actions=1,
-    finished_at="2026-01-01T00:00:01.000Z",
-)
+_FINISHED = _sample_records.finished(None, executed_actions=1, stop_reason=StopReason.STEP_BUDGET)
 _STEP: tuple[Record, ...] = (
     ModelCallIntent(step_index=0, prompt_chars=5),
     ModelReplied(step_index=0, reply=ModelReply(text="a reply")),

@@ -17,6 +17,7 @@ import json
 import sys
 from typing import Any
 
+from polyloop._exception_text import exception_text
 from polyloop.types import Action, FinalAnswer, InvalidDecision, ModelReply
 
 __all__ = ["describe", "to_wire"]
@@ -58,7 +59,7 @@ def _build(spec: str) -> Any:
         parser = target()
     except Exception as error:
         sys.stderr.write(
-            f"parser factory {spec!r} failed in a child process: {type(error).__name__}: {error}\n"
+            f"parser factory {spec!r} failed in a child process: {exception_text(error)}\n"
         )
         raise SystemExit(FACTORY_FAILED) from None
     if not callable(getattr(parser, "parse", None)):

@@ -13,14 +13,12 @@ their last two characters, the first four of them differing only in case (``aB``
 from __future__ import annotations
 
 import random
-import string
 import uuid
+
+from polyloop._run_id import MAX_RUN_ID, RUN_ID_REST
 
 __all__ = ["MAX_RUN_ID", "fresh_run_id", "fresh_run_ids", "unique_run_id"]
 
-MAX_RUN_ID = 128
-_ALNUM = string.ascii_letters + string.digits
-_TAIL = _ALNUM + "._-"
 #: The last two characters of the ids of one family, in order: case-only twins first.
 _ENDINGS = ("aB", "Ab", "ab", "AB", "a.", "a-", "a_", "a0", "b9", "Z_", "z-", "0.")
 _RANDOM = random.Random()
@@ -37,7 +35,7 @@ def fresh_run_ids(count: int, length: int = MAX_RUN_ID) -> list[str]:
     if not 1 <= count <= len(_ENDINGS) or not 34 <= length <= MAX_RUN_ID:
         raise ValueError(f"fresh_run_ids({count}, {length}): out of range")
     token = _token()
-    filler = "".join(_RANDOM.choice(_TAIL) for _ in range(length - len(token) - 2))
+    filler = "".join(_RANDOM.choice(RUN_ID_REST) for _ in range(length - len(token) - 2))
     # The dots and dashes of the filler sit mid-id; the head is the token's, a letter or digit.
     return [token + filler + ending for ending in _ENDINGS[:count]]
 

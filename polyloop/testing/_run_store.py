@@ -40,16 +40,18 @@ from polyloop.testing._crash_writer import FactoryError, load_factory
 from polyloop.testing._durability import CrashFindings, crash_findings, reopen_problems
 from polyloop.testing._inline_commit import calls, inline_or_skip, read, same_log
 from polyloop.testing._run_ids import fresh_run_id, fresh_run_ids, unique_run_id
+from polyloop.testing._sample_records import finished as _finished
+from polyloop.testing._sample_records import started as _started
 from polyloop.testing._samples import StoreSamples
 from polyloop.testing._shapes import mismatch, run_log_problems, short
 from polyloop.testing._skips import not_applicable, unverifiable
 from polyloop.testing._stateful import StoreComparison, lifecycle_programs
 from polyloop.testing._store_objects import (
+    across_objects,
     exclusive_start_across_objects,
     fence_across_objects,
     finish_across_objects,
     listing_across_objects,
-    store_objects,
 )
 from polyloop.types import (
     Action,
@@ -58,10 +60,8 @@ from polyloop.types import (
     ModelReplied,
     ModelReply,
     Record,
-    RunFinished,
     RunLog,
     RunStarted,
-    StopReason,
 )
 
 __all__ = ["RunStoreContract"]
@@ -113,25 +113,6 @@ _BATCH_PROGRAMS = st.builds(
     st.sets(st.integers(min_value=1, max_value=13), max_size=5),
     st.booleans(),
 )
-
-
-def _started(run_id: str, goal: str = "contract goal") -> RunStarted:
-    return RunStarted(
-        run_id=run_id,
-        goal=goal,
-        parameters={"system_prompt": "contract"},
-        parameters_hash="sha256:" + "0" * 64,
-        started_at="2026-01-01T00:00:00.000Z",
-    )
-
-
-def _finished() -> RunFinished:
-    return RunFinished(
-        stop_reason=StopReason.AGENT_FINISHED,
-        final_answer="done",
-        executed_actions=0,
-        finished_at="2026-01-01T00:00:01.000Z",
-    )
 
 
 def _check_store(store: object) -> None:
@@ -422,9 +403,7 @@ class RunStoreContract(ContractBase):
                 before.records,
                 f"a refused start changed a {what} log",
             )
-        async with store_objects(store_samples) as objects:
-            if objects:
-                await exclusive_start_across_objects(objects)
+        await across_objects(store_samples, exclusive_start_across_objects)
 
     async def test_finished_run_rejects_records(
         self, run_store: RunStore, store_samples: object
@@ -450,9 +429,7 @@ class RunStoreContract(ContractBase):
             with pytest.raises(RunAlreadyFinished):
                 await run_store.append(run_id, record, sequence=sequence)
         _assert_log_is(await _read(run_store, run_id), records, "a refused append changed the log")
-        async with store_objects(store_samples) as objects:
-            if objects:
-                await finish_across_objects(objects)
+        await across_objects(store_samples, finish_across_objects)
 
     async def test_rejects_out_of_order_sequence(
         self, run_store: RunStore, store_samples: object
@@ -488,9 +465,7 @@ class RunStoreContract(ContractBase):
             [*records, stale],
             "the append at the right sequence after refused ones",
         )
-        async with store_objects(store_samples) as objects:
-            if objects:
-                await fence_across_objects(objects)
+        await across_objects(store_samples, fence_across_objects)
 
     async def test_lists_its_runs(self, run_store: RunStore, store_samples: object) -> None:
         """``run_ids()`` returns a list of str that includes a run once its start was appended.
@@ -516,9 +491,7 @@ class RunStoreContract(ContractBase):
         assert after.count(run_id) == 1, (
             f"run_ids() lists the new run {after.count(run_id)} times after its start was appended"
         )
-        async with store_objects(store_samples) as objects:
-            if objects:
-                await listing_across_objects(objects)
+        await across_objects(store_samples, listing_across_objects)
 
     async def test_batch_is_atomic(self, run_store: RunStore) -> None:
         """``append_many`` writes all of its records or none: a batch whose k-th record breaks

@@ -15,6 +15,7 @@ import enum
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from polyloop._shown import shown
 from polyloop.types import (
     Action,
     ActionOutcome,
@@ -29,10 +30,13 @@ from polyloop.types import (
 _MISSING = object()
 
 
-def short(value: object, limit: int = 160) -> str:
+#: How long a value or an exception quoted in a failure message may be.
+SHORT = 160
+
+
+def short(value: object, limit: int = SHORT) -> str:
     """``repr`` cut to ``limit`` characters, so a huge input does not flood a failure message."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+    return shown(value, limit)
 
 
 def _is_str(v: object) -> bool:

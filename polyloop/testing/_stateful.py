@@ -27,20 +27,20 @@ from typing import Any, TypeVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from polyloop._exception_text import exception_text
 from polyloop.ports import RunStore
 from polyloop.stores import MemoryStore
 from polyloop.testing._run_ids import fresh_run_ids
-from polyloop.testing._shapes import mismatch, run_log_problems, short
+from polyloop.testing._sample_records import finished, started
+from polyloop.testing._shapes import SHORT, mismatch, run_log_problems, short
 from polyloop.testing.strategies import record_texts
 from polyloop.types import (
     Action,
     ActionIntent,
     ModelCallIntent,
     Record,
-    RunFinished,
     RunLog,
     RunStarted,
-    StopReason,
 )
 
 __all__ = ["RunStoreStateMachine", "StoreComparison", "lifecycle_programs"]
@@ -75,12 +75,8 @@ TEXT = "\udcff \u4e2d\u6587 e\u0301 \U0001f600 \x1b"
 
 def _record(run: int, run_id: str, kind: str, step: int, text: str = TEXT) -> Record:
     if kind == "run_started":
-        return RunStarted(
-            run_id=run_id,
-            goal=f"goal of run {run} {text}",
-            parameters={"system_prompt": "state machine"},
-            parameters_hash="sha256:" + "1" * 64,
-            started_at="2026-01-01T00:00:00.000Z",
+        return started(
+            run_id, f"goal of run {run} {text}", parameters={"system_prompt": "state machine"}
         )
     if kind == "model_call_intent":
         return ModelCallIntent(step_index=step, prompt_chars=100 + step)
@@ -89,17 +85,12 @@ def _record(run: int, run_id: str, kind: str, step: int, text: str = TEXT) -> Re
             step_index=step,
             action=Action(text=f"act {step} {text}", tool_name=text, tool_args={text: [text]}),
         )
-    return RunFinished(
-        stop_reason=StopReason.AGENT_FINISHED,
-        final_answer=f"answer of run {run} {text}",
-        executed_actions=step,
-        finished_at="2026-01-01T00:00:01.000Z",
-    )
+    return finished(f"answer of run {run} {text}", executed_actions=step)
 
 
 def _describe(answer: object) -> str:
     if isinstance(answer, BaseException):
-        return f"raised {type(answer).__name__}: {short(str(answer))}"
+        return f"raised {exception_text(answer, limit=SHORT)}"
     return "accepted it"
 
 

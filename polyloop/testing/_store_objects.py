@@ -12,14 +12,16 @@ on one fresh location and interleave their calls: each object first reads what i
 from __future__ import annotations
 
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from polyloop._exception_text import exception_text
 from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
+from polyloop.testing import _sample_records
 from polyloop.testing._base import require_samples
 from polyloop.testing._crash_writer import FactoryError, close_store, load_factory, open_store
 from polyloop.testing._run_ids import fresh_run_ids
@@ -32,10 +34,10 @@ from polyloop.types import (
     Record,
     RunFinished,
     RunStarted,
-    StopReason,
 )
 
 __all__ = [
+    "across_objects",
     "exclusive_start_across_objects",
     "fence_across_objects",
     "finish_across_objects",
@@ -73,23 +75,20 @@ async def store_objects(samples: object) -> AsyncIterator[list[Any]]:
                 await close_store(store)
 
 
+async def across_objects(samples: object, check: Callable[[list[Any]], Awaitable[None]]) -> None:
+    """``check`` on three store objects on one fresh location when the samples name a factory;
+    nothing otherwise (the single-object checks are all there is)."""
+    async with store_objects(samples) as objects:
+        if objects:
+            await check(objects)
+
+
 def _started(run_id: str) -> RunStarted:
-    return RunStarted(
-        run_id=run_id,
-        goal="shared by store objects",
-        parameters={"system_prompt": "contract"},
-        parameters_hash="sha256:" + "2" * 64,
-        started_at="2026-01-01T00:00:00.000Z",
-    )
+    return _sample_records.started(run_id, "shared by store objects")
 
 
 def _finished() -> RunFinished:
-    return RunFinished(
-        stop_reason=StopReason.AGENT_FINISHED,
-        final_answer="done by another object",
-        executed_actions=0,
-        finished_at="2026-01-01T00:00:01.000Z",
-    )
+    return _sample_records.finished("done by another object")
 
 
 async def _expect(
@@ -110,7 +109,7 @@ async def _expect(
         if error is None or not isinstance(raised, error):
             wanted = "to be accepted" if error is None else f"to raise {error.__name__}"
             pytest.fail(
-                f"{call} raised {type(raised).__name__}: {raised}, but {story}, so it had "
+                f"{call} raised {exception_text(raised)}, but {story}, so it had "
                 f"{wanted} (three objects were opened through the factory on the same data)",
                 pytrace=False,
             )

@@ -50,13 +50,15 @@ import dataclasses
 import functools
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from hypothesis import strategies as st
 
+from polyloop._run_id import MAX_RUN_ID, RUN_ID_FIRST, RUN_ID_REST
 from polyloop.tools import Tool, ToolRegistry
 from polyloop.types import (
+    RECORD_TYPES,
     Action,
     ActionIntent,
     ActionOutcome,
@@ -285,18 +287,14 @@ def timestamps() -> st.SearchStrategy[str]:
     ).map(lambda d: d.replace(tzinfo=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"))
 
 
-_RUN_ID_HEAD = string.ascii_letters + string.digits
-_RUN_ID_TAIL = _RUN_ID_HEAD + "._-"
-
-
 def run_ids() -> st.SearchStrategy[str]:
     """Valid run ids: ``[A-Za-z0-9][A-Za-z0-9._-]{0,127}``, including the 1- and 128-char edges."""
     return st.builds(
         lambda head, tail: head + tail,
-        st.sampled_from(_RUN_ID_HEAD),
+        st.sampled_from(RUN_ID_FIRST),
         st.one_of(
-            st.text(st.sampled_from(_RUN_ID_TAIL), max_size=20),
-            st.text(st.sampled_from(_RUN_ID_TAIL), min_size=127, max_size=127),
+            st.text(st.sampled_from(RUN_ID_REST), max_size=20),
+            st.text(st.sampled_from(RUN_ID_REST), min_size=MAX_RUN_ID - 1, max_size=MAX_RUN_ID - 1),
         ),
     )
 
@@ -508,16 +506,22 @@ def run_finished_records() -> st.SearchStrategy[RunFinished]:
     )
 
 
+def _of_kinds(kinds: Iterable[type[Record]]) -> st.SearchStrategy[Record]:
+    """One of ``kinds``, in the order given (Hypothesis shrinks towards the first)."""
+    builders: dict[type[Record], Callable[[], st.SearchStrategy[Any]]] = {
+        RunStarted: run_started_records,
+        ModelCallIntent: model_call_intent_records,
+        ModelReplied: model_replied_records,
+        ActionIntent: action_intent_records,
+        StepCompleted: step_completed_records,
+        RunFinished: run_finished_records,
+    }
+    return st.one_of(*(builders[kind]() for kind in kinds))
+
+
 def records() -> st.SearchStrategy[Record]:
     """Any one of the six record kinds."""
-    return st.one_of(
-        run_started_records(),
-        model_call_intent_records(),
-        model_replied_records(),
-        action_intent_records(),
-        step_completed_records(),
-        run_finished_records(),
-    )
+    return _of_kinds(RECORD_TYPES)
 
 
 def _with_long_text(record: Record, text: str) -> Record:
@@ -541,13 +545,7 @@ def _with_long_text(record: Record, text: str) -> Record:
 def big_records(*, max_bytes: int = MAX_LONG_TEXT_BYTES) -> st.SearchStrategy[Record]:
     """A record of any kind with text fields but one whose main text is a :func:`long_texts`
     text of up to ``max_bytes`` (default 1 MiB): a tool's whole output, a long final answer."""
-    kinds = st.one_of(
-        run_started_records(),
-        model_replied_records(),
-        action_intent_records(),
-        step_completed_records(),
-        run_finished_records(),
-    )
+    kinds = _of_kinds(kind for kind in RECORD_TYPES if kind is not ModelCallIntent)
     return st.builds(_with_long_text, kinds, long_texts(max_bytes=max_bytes))
 
 
@@ -560,12 +558,7 @@ def events() -> st.SearchStrategy[Event]:
 
 
 def _middle_records() -> st.SearchStrategy[Record]:
-    return st.one_of(
-        model_call_intent_records(),
-        model_replied_records(),
-        action_intent_records(),
-        step_completed_records(),
-    )
+    return _of_kinds(kind for kind in RECORD_TYPES if kind not in (RunStarted, RunFinished))
 
 
 def run_logs(

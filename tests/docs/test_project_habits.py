@@ -12,14 +12,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def ci_commands(tool: str) -> list[str]:
     lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip().startswith(f"{tool} ")]
+    return [line.strip() for line in lines if line.strip().split(" ", 1)[0] == tool]
 
 
-def test_pre_commit_runs_exactly_cis_ruff_and_mypy_commands() -> None:
+def test_pre_commit_runs_exactly_cis_ruff_mypy_and_lint_imports_commands() -> None:
     config = (ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8")
     entries = re.findall(r"^\s+entry: (.+)$", config, flags=re.M)
-    assert entries == ci_commands("ruff") + ci_commands("mypy")
-    assert len(entries) == 3
+    assert entries == ci_commands("ruff") + ci_commands("mypy") + ci_commands("lint-imports")
+    assert len(entries) == 4
 
 
 def test_every_lint_rule_the_config_ignores_has_a_comment_saying_why() -> None:

@@ -514,7 +514,7 @@ def socket_bound_but_not_listening() -> Iterator[int]:
         (lambda: MCPExecutor.http("http://x", read_timeout_s=True), "read_timeout_s must be"),
         (lambda: MCPExecutor.http("http://x", read_timeout_s="5"), "read_timeout_s"),  # type: ignore[arg-type]
         (lambda: MCPExecutor.http("http://x", read_timeout_s=float("nan")), "read_timeout_s"),
-        (lambda: MCPExecutor.http("http://x", open_timeout_s=float("inf")), "must be finite"),
+        (lambda: MCPExecutor.http("http://x", open_timeout_s=float("inf")), "finite number"),
         (lambda: MCPExecutor.http("http://x", max_observation_chars=0), "max_observation_chars"),
         (lambda: MCPExecutor.http("http://x", max_observation_chars=True), "max_observation"),
     ],

@@ -202,3 +202,31 @@ def test_report_commands_read_a_version_1_report(tmp_path: Path) -> None:
     new = tmp_path / "new.json"
     new.write_text(json.dumps({**old, "schema": SCHEMA, "interrupted": False}), encoding="utf-8")
     assert main(["report", "diff", str(path), str(new)]) == 0
+
+
+UNPRINTABLE = """\
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no message today")
+
+
+@pytest_polyloop.seam("action_executor", samples="samples")
+@pytest.fixture
+def unprintable_executor():
+    raise Unprintable()
+"""
+
+
+def test_a_fixture_error_whose_message_cannot_be_rendered_is_still_one_setup_error(
+    project: Project,
+) -> None:
+    """Issue 24: the report took ``str()`` of the error itself, so an exception whose
+    ``__str__`` raises crashed the session's report instead of becoming a setup error."""
+    project.conftest("tests", UNPRINTABLE)
+    run = project.run()
+    entry = run.implementation("unprintable_executor")
+    assert {promise["outcome"] for promise in entry["promises"]} == {"setup_error"}
+    assert entry["setup_error"]["type"] == "Unprintable"
+    assert entry["setup_error"]["message"] == "<the exception's message could not be rendered>"
+    assert run.report is not None
+    assert run.report["verdict"] == "setup_error"

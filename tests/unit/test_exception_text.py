@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
-from polyloop._exception_text import exception_text
+from polyloop import Action, ActionStatus, Tool, ToolRegistry
+from polyloop._exception_text import exception_message, exception_text
+from polyloop.executors import ToolExecutor
 
 
 class RaisingStr(Exception):
@@ -49,3 +53,78 @@ def test_an_exception_group_is_shown_by_its_first_leaf() -> None:
 
 def test_lone_surrogates_pass_through_as_text() -> None:
     assert exception_text(ValueError("\ud800")) == "ValueError: \ud800"
+
+
+def test_no_limit_never_cuts_and_still_escapes() -> None:
+    text = exception_text(ValueError("x" * 10_000 + "\x1b"), limit=None)
+    assert text == "ValueError: " + "x" * 10_000 + "\\x1b"
+
+
+def test_the_message_alone_follows_the_same_rules() -> None:
+    assert exception_message(ValueError("bad\x07")) == "bad\\x07"
+    assert exception_message(ValueError()) == ""
+    assert exception_message(RaisingStr()) == "<the exception's message could not be rendered>"
+    assert exception_message(ValueError("y" * 50), limit=10) == "y" * 10 + "… [40 more characters]"
+    group = ExceptionGroup("outer", [KeyError("inner")])
+    assert exception_message(group) == "'inner'"
+
+
+class HugeAndControl(ValueError):
+    def __str__(self) -> str:
+        return "\x1b[31m" + "z" * 5_000
+
+
+class RaisingValueError(ValueError):
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+@pytest.mark.asyncio
+async def test_a_tool_whose_exception_cannot_be_rendered_is_still_executed() -> None:
+    def fail() -> None:
+        raise RaisingStr
+
+    executor = ToolExecutor(ToolRegistry([Tool(name="fail", description="", func=fail)]))
+    outcome = await executor.execute(Action(text="", tool_name="fail", tool_args={}))
+    assert outcome.status is ActionStatus.EXECUTED
+    assert outcome.observation == "RaisingStr: <the exception's message could not be rendered>"
+
+
+@pytest.mark.asyncio
+async def test_a_tool_error_is_escaped_and_cut_by_the_observation_cap_alone() -> None:
+    def fail() -> None:
+        raise HugeAndControl
+
+    registry = ToolRegistry([Tool(name="fail", description="", func=fail)])
+    outcome = await ToolExecutor(registry, max_observation_chars=100).execute(
+        Action(text="", tool_name="fail", tool_args={})
+    )
+    assert outcome.status is ActionStatus.EXECUTED
+    assert outcome.observation.startswith("HugeAndControl: \\x1b[31mzzz")
+    assert outcome.observation_truncated_chars == len("HugeAndControl: \\x1b[31m") + 5_000 - 100
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("error", "observation"),
+    [
+        (RaisingValueError(), "error: RaisingValueError: <the exception's message could not be "),
+        (ZeroDivisionError("division by zero"), "error: ZeroDivisionError: division by zero"),
+        (HugeAndControl(), "error: HugeAndControl: \\x1b[31mzzz"),
+    ],
+)
+async def test_the_demo_calculator_shows_any_error_as_an_executed_observation(
+    monkeypatch: pytest.MonkeyPatch, error: Exception, observation: str
+) -> None:
+    demo = importlib.import_module("polyloop.cli._demo")  # polyloop.cli._demo is a function
+
+    def evaluate(expression: str) -> float:
+        raise error
+
+    monkeypatch.setattr(demo, "evaluate", evaluate)
+    outcome = await demo.CalculatorExecutor().execute(
+        Action(text="", tool_name="calc", tool_args={"input": "1/0"})
+    )
+    assert outcome.status is ActionStatus.EXECUTED
+    assert outcome.observation.startswith(observation)
+    assert len(outcome.observation) < 2_100
