@@ -29,7 +29,14 @@ CRASH_PHASE = "???"
 # pytest-rerunfailures: the outcome of a phase whose failure made it run the test again.
 RERUN = "rerun"
 # How Hypothesis introduces the example that broke a property ("Failing test case" since 6.1xx).
-_EXAMPLE_MARKERS = ("Falsifying example", "Failing test case")
+# Hypothesis's headers for a failing example: drawn, or one of the explicit examples a suite
+# always runs first (the parser suite's fixed hard inputs), in the older and newer wordings.
+_EXAMPLE_MARKERS = (
+    "Falsifying example",
+    "Failing test case",
+    "Falsifying explicit example",
+    "Failing explicit example",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

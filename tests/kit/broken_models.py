@@ -140,11 +140,17 @@ class RetriesClientErrorsForever(HttpModel):
     timeout_s = None  # each attempt bounds itself
 
     async def complete(self, messages: Any) -> ModelReply:
-        budget = 3
+        budget, hiccup = 3, False
         while True:
-            async with asyncio.timeout(0.5):
-                status, body = await self._post({"messages": [m.content for m in messages]})
+            try:
+                async with asyncio.timeout(0.5):
+                    status, body = await self._post({"messages": [m.content for m in messages]})
+            except TimeoutError:
+                if hiccup:  # after a 4xx a slow answer is one more hiccup: still retried
+                    continue
+                raise
             if 400 <= status < 500 and status != 429:
+                hiccup = True
                 await asyncio.sleep(0.05)
                 continue
             budget -= 1

@@ -229,7 +229,11 @@ def test_every_usage_line_names_the_command_and_its_arguments() -> None:
         ("show",): "usage: polyloop show [--store URL] RUN_ID",
         ("demo",): "usage: polyloop demo [--store URL] [--run-id ID]",
         ("report",): (
-            "usage: polyloop report [--markdown] FILE\n       polyloop report diff OLD NEW"
+            "usage: polyloop report [--markdown | --matrix] FILE\n"
+            "       polyloop report diff OLD NEW\n"
+            "       polyloop report html REPORT -o conformance.html [--baseline OLD ...]\n"
+            "       polyloop report merge A.json B.json ... -o merged.json [--allow-mixed-suites]\n"
+            "       polyloop report badge REPORT -o badge.json"
         ),
     }
     for words, usage in expected.items():
