@@ -39,7 +39,7 @@ def test_the_worked_example_keeps_every_promise_it_claims(pytester: pytest.Pytes
     skips = [
         parse_skip_reason(line) or {} for line in result.outlines if line.startswith("SKIPPED")
     ]
-    outcomes = [parts.get("outcome") for parts in skips]
+    outcomes = [parts.get("outcome", "") for parts in skips]
     # Unverifiable: the executor's environment (the calculator has none to break or restore)
     # and its full output (nothing to echo), the store's power-loss durability (no test process
     # can lose the page cache), and one kept by polyloop. Not applicable: the three inline-commit
