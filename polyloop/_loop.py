@@ -394,20 +394,23 @@ def _check_goal(goal: object) -> str:
     return goal
 
 
-def _set_up(agent: object, *, store_optional: bool, **seams: Any) -> _Seams:
+def _set_up(agent: object, given: tuple[Any, ...], *, store_optional: bool) -> _Seams:
     """The checks and defaults run() and resume() share: the agent, then each seam, before
-    any I/O. ``store_optional``: ``store=None`` means a fresh in-memory store (run() only)."""
+    any I/O. ``given`` is (model, parser, executor, store, events); ``store_optional``:
+    ``store=None`` means a fresh in-memory store (run() only)."""
     if not isinstance(agent, AgentDefinition):
         raise TypeError(f"agent must be an AgentDefinition, got {type(agent).__name__}")
-    _check_seams(defaults=("store", "events") if store_optional else ("events",), **seams)
-    store, events = seams["store"], seams["events"]
-    return _Seams(
-        seams["model"],
-        seams["parser"],
-        seams["executor"],
-        MemoryStore() if store is None else store,
-        NullSink() if events is None else events,
+    model, parser, executor, store, events = given
+    _check_seams(
+        defaults=("store", "events") if store_optional else ("events",),
+        model=model,
+        parser=parser,
+        executor=executor,
+        store=store,
+        events=events,
     )
+    store = MemoryStore() if store is None else store
+    return _Seams(model, parser, executor, store, NullSink() if events is None else events)
 
 
 async def run(
@@ -431,15 +434,7 @@ async def run(
     """
     run_id = new_run_id() if run_id is None else validate_run_id(run_id)
     goal = _check_goal(goal)
-    seams = _set_up(
-        agent,
-        model=model,
-        parser=parser,
-        executor=executor,
-        store=store,
-        events=events,
-        store_optional=True,
-    )
+    seams = _set_up(agent, (model, parser, executor, store, events), store_optional=True)
     await _check_new(run_id, seams.store)
     driver = _Driver(run_id, agent, goal, seams)
     started = _started_record(run_id, goal, agent)
@@ -502,15 +497,7 @@ async def resume(
     logged step is re-decided without calling any seam.
     """
     validate_run_id(run_id)
-    seams = _set_up(
-        agent,
-        model=model,
-        parser=parser,
-        executor=executor,
-        store=store,
-        events=events,
-        store_optional=False,
-    )
+    seams = _set_up(agent, (model, parser, executor, store, events), store_optional=False)
     log = await seams.store.read_log(run_id)
     started = _started_of(run_id, log, seams.store)
     if log.finished is not None:
