@@ -1,0 +1,167 @@
+"""What pytest's results carry into an outcome, each channel alone: the contract's skip parts,
+the skip text, the setup error, Hypothesis's example in a violation, the waiver's reason, and a
+failing teardown's text. Each of these survived mutation testing before it had its own test
+(docs/explanation/mutation-testing.md): another channel always carried the same thing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_polyloop._outcomes import (
+    PROPERTY_SETUP_ERROR,
+    PROPERTY_SKIP,
+    PhaseResult,
+    classify,
+    phase_result,
+    teardown_failure,
+)
+
+
+@dataclass
+class FakeReport:
+    """The attributes of a pytest ``TestReport`` that ``phase_result`` reads."""
+
+    when: str
+    outcome: str
+    longrepr: Any = None
+    user_properties: list[tuple[str, object]] = field(default_factory=list)
+    duration: float = 0.5
+    longreprtext: str = ""
+
+
+def phase(when: str, outcome: str, **fields: object) -> PhaseResult:
+    return PhaseResult(when=when, outcome=outcome, duration=0.25, **fields)  # type: ignore[arg-type]
+
+
+SETUP = phase("setup", "passed")
+TEARDOWN = phase("teardown", "passed")
+UNVERIFIABLE = {
+    "outcome": "unverifiable",
+    "promise": "the store survives a crash",
+    "why": "no crash sample",
+    "verify_yourself": "give samples.crash",
+}
+
+
+# -- the two skip channels, each alone ------------------------------------------------------
+
+
+def test_the_skip_text_reaches_the_phase_without_any_property() -> None:
+    report = FakeReport("call", "skipped", longrepr=("t.py", 3, "Skipped: needs a GPU"))
+    result = phase_result(report)
+    assert (result.skip_reason, result.contract_skip) == ("Skipped: needs a GPU", None)
+    judgement = classify([SETUP, result, TEARDOWN])
+    assert judgement is not None
+    assert (judgement.outcome, judgement.why) == ("not_applicable", "needs a GPU")
+
+
+def test_the_contract_skip_reaches_the_phase_when_its_text_says_nothing() -> None:
+    report = FakeReport(
+        "call",
+        "skipped",
+        longrepr=("t.py", 3, "Skipped: unreadable"),
+        user_properties=[("other", "x"), (PROPERTY_SKIP, json.dumps(UNVERIFIABLE))],
+    )
+    result = phase_result(report)
+    assert result.contract_skip == UNVERIFIABLE
+    assert result.setup_error is None
+    judgement = classify([SETUP, result, TEARDOWN], parse_skip=lambda text: None)
+    assert judgement is not None
+    assert (judgement.outcome, judgement.promise, judgement.verify_yourself) == (
+        "unverifiable",
+        "the store survives a crash",
+        "give samples.crash",
+    )
+
+
+def test_the_skip_text_alone_is_parsed_into_the_outcome() -> None:
+    report = FakeReport("call", "skipped", longrepr=("t.py", 3, "Skipped: coded"))
+    result = phase_result(report)
+    judgement = classify(
+        [SETUP, result, TEARDOWN],
+        parse_skip=lambda text: UNVERIFIABLE if text == "Skipped: coded" else None,
+    )
+    assert judgement is not None
+    assert (judgement.outcome, judgement.why, judgement.verify_yourself) == (
+        "unverifiable",
+        "no crash sample",
+        "give samples.crash",
+    )
+
+
+def test_a_setup_error_property_is_the_setup_error_not_a_skip() -> None:
+    error = {"type": "TypeError", "message": "bad samples", "location": "conftest.py:3"}
+    report = FakeReport(
+        "setup", "passed", user_properties=[(PROPERTY_SETUP_ERROR, json.dumps(error))]
+    )
+    result = phase_result(report)
+    assert (result.setup_error, result.contract_skip) == (error, None)
+
+
+def test_a_passed_or_failed_phase_has_no_skip_text() -> None:
+    passed = phase_result(FakeReport("call", "passed", longrepr=("t.py", 3, "Skipped: no")))
+    assert passed.skip_reason == ""
+    failed = FakeReport("call", "failed", longrepr=("t.py", 3, "x"), longreprtext="E   boom")
+    assert (phase_result(failed).skip_reason, phase_result(failed).text) == ("", "E   boom")
+
+
+# -- a violation's detail keeps Hypothesis's example ------------------------------------------
+
+LONG_FORM = """\
+    def test_x(x):
+>       assert x < 3
+E       AssertionError: too big
+E       assert 3 < 3
+E       Falsifying example: test_x(
+E           x=3,
+E       )
+
+t.py:5: AssertionError"""
+
+
+def test_the_falsifying_example_is_added_to_a_violations_message() -> None:
+    call = phase("call", "failed", text=LONG_FORM, crash="AssertionError: too big")
+    judgement = classify([SETUP, call, TEARDOWN])
+    assert judgement is not None
+    assert judgement.detail == "AssertionError: too big\nFalsifying example: test_x(\n    x=3,\n)"
+
+
+def test_an_example_already_in_the_message_is_not_added_twice() -> None:
+    crash = "AssertionError: too big\nFalsifying example: test_x(x=3)"
+    call = phase("call", "failed", text=LONG_FORM, crash=crash)
+    judgement = classify([SETUP, call, TEARDOWN])
+    assert judgement is not None
+    assert judgement.detail == crash
+
+
+def test_the_example_of_a_native_traceback_is_kept_too() -> None:
+    text = "Traceback …\nAssertionError: too big\nFailing test case: test_x(\n    x=3,\n)\n"
+    call = phase("call", "failed", text=text, crash="AssertionError: too big")
+    judgement = classify([SETUP, call, TEARDOWN])
+    assert judgement is not None
+    assert judgement.detail == "AssertionError: too big\nFailing test case: test_x(\n    x=3,\n)"
+
+
+# -- a violation keeps the waiver's reason ---------------------------------------------------
+
+
+def test_a_violation_under_a_waiver_keeps_the_waivers_reason() -> None:
+    call = phase("call", "failed", text="E   AssertionError: no", crash="AssertionError: no")
+    judgement = classify([SETUP, call, TEARDOWN], waiver_reason="ticket 12")
+    assert judgement is not None
+    assert (judgement.outcome, judgement.waiver_reason) == ("violated", "ticket 12")
+
+
+# -- a failing teardown says what failed, whatever pytest gave -------------------------------
+
+
+def test_a_failing_teardown_without_a_crash_line_names_the_last_line_of_its_text() -> None:
+    teardown = phase("teardown", "failed", text="Traceback …\nOSError: leak\n\n")
+    assert teardown_failure([SETUP, teardown]) == "teardown failed: OSError: leak"
+
+
+def test_a_failing_teardown_with_no_text_at_all_still_says_so() -> None:
+    teardown = phase("teardown", "failed", text="  \n")
+    assert teardown_failure([SETUP, teardown]) == "teardown failed: error in teardown"
