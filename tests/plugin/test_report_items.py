@@ -1,0 +1,183 @@
+"""From the items of an implementation to its part of the report: an item that never ran is
+missing alone, the skip text is classified, a pending promise keeps its failure, and a new
+implementation gets no pending. Each survived mutation testing before it had its own test
+(docs/explanation/mutation-testing.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_polyloop._outcomes import PhaseResult
+from pytest_polyloop._report import Baseline, build_implementation
+from tests.plugin._sandbox import Project
+
+SEAM = "action_executor"
+PROMISES = ("action_executor.a_first", "action_executor.b_second", "action_executor.c_third")
+
+
+def phase(when: str, outcome: str, **fields: object) -> PhaseResult:
+    return PhaseResult(when=when, outcome=outcome, duration=0.25, **fields)  # type: ignore[arg-type]
+
+
+def ran(call: PhaseResult | None = None) -> list[PhaseResult]:
+    return [phase("setup", "passed"), call or phase("call", "passed"), phase("teardown", "passed")]
+
+
+def entry(implementation_id: str = "impl") -> dict[str, Any]:
+    return {
+        "id": implementation_id,
+        "seam": SEAM,
+        "fixture": implementation_id,
+        "source": "conftest.py:1",
+        "suite_hash": "h",
+        "catalogue": [{"id": p, "doc": f"{p} holds.", "kind": "promise"} for p in PROMISES],
+        "waive": {},
+        "overridden": [],
+        "items": {f"t.py::test_{p}": p for p in PROMISES},
+    }
+
+
+def build(
+    results: Mapping[str, Sequence[PhaseResult]],
+    baseline: Baseline | None = None,
+    parse_skip: Any = lambda text: None,
+    implementation_id: str = "impl",
+) -> dict[str, Any]:
+    return build_implementation(entry(implementation_id), results, baseline, parse_skip)
+
+
+def outcomes(implementation: Mapping[str, Any]) -> dict[str, str]:
+    return {promise["id"]: promise["outcome"] for promise in implementation["promises"]}
+
+
+# -- an item that never ran is missing, and only it ------------------------------------------
+
+
+def test_an_item_that_never_ran_is_missing_and_every_later_promise_is_still_judged() -> None:
+    first, second, third = PROMISES
+    results = {f"t.py::test_{first}": ran(), f"t.py::test_{third}": ran()}
+    implementation = build(results)
+    assert implementation["missing"] == [second]
+    assert outcomes(implementation) == {first: "held", third: "held"}
+    assert implementation["collected"] == 2
+
+
+def test_the_first_item_never_run_leaves_every_other_promise_judged() -> None:
+    first, second, third = PROMISES
+    results = {f"t.py::test_{second}": ran(), f"t.py::test_{third}": ran()}
+    implementation = build(results)
+    assert implementation["missing"] == [first]
+    assert outcomes(implementation) == {second: "held", third: "held"}
+
+
+# The same through a real run, serial and under xdist: a conftest hook stops pytest from running
+# the first promise of the catalogue (as a plugin that swallows an item would); every other
+# promise is judged.
+NEVER_RUN = "action_executor.action_error_is_a_normal_observation_not_an_env_error"
+SWALLOW_ONE = f"""\
+@pytest_polyloop.seam("action_executor", samples="samples")
+@pytest.fixture
+def good_executor():
+    return SandboxExecutor()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    if item.name.startswith("test_{NEVER_RUN.split(".")[1]}"):
+        return True  # handled: no report at all, as if it never ran
+    return None
+"""
+
+
+def _check_only_the_swallowed_promise_is_missing(report: Mapping[str, Any] | None) -> None:
+    assert report is not None
+    [implementation] = report["implementations"]
+    assert implementation["missing"] == [NEVER_RUN]
+    assert implementation["catalogue"] > 2
+    assert implementation["collected"] == implementation["catalogue"] - 1
+    # First in catalogue order: a judgement loop that stopped at it would judge none at all.
+    assert all(promise["id"] > NEVER_RUN for promise in implementation["promises"])
+    assert report["verdict"] == "incomplete"
+
+
+def test_a_promise_that_never_ran_in_a_real_run_is_the_only_one_missing(
+    project: Project,
+) -> None:
+    project.conftest("tests", SWALLOW_ONE)
+    run = project.run()
+    _check_only_the_swallowed_promise_is_missing(run.report)
+
+
+def test_a_promise_that_never_ran_under_xdist_is_the_only_one_missing(project: Project) -> None:
+    project.conftest("tests", SWALLOW_ONE)
+    run = project.run("-p", "xdist", "-n", "2", subprocess=True)
+    _check_only_the_swallowed_promise_is_missing(run.report)
+
+
+# -- the skip text is classified when no contract skip travelled ----------------------------
+
+
+def test_an_item_skipped_with_only_its_text_is_classified_from_the_text() -> None:
+    first, second, third = PROMISES
+    parts = {"outcome": "unverifiable", "why": "no sample", "verify_yourself": "add one"}
+    skipped = phase("call", "skipped", skip_reason="Skipped: coded")
+    results = {
+        f"t.py::test_{first}": ran(),
+        f"t.py::test_{second}": ran(skipped),
+        f"t.py::test_{third}": ran(),
+    }
+    implementation = build(results, parse_skip=lambda text: parts if "coded" in text else None)
+    [promise] = [p for p in implementation["promises"] if p["id"] == second]
+    assert (promise["outcome"], promise["why"], promise["verify_yourself"]) == (
+        "unverifiable",
+        "no sample",
+        "add one",
+    )
+
+
+# -- pending keeps the failure, and only an implementation the baseline knows gets it ---------
+
+FAILED = phase("call", "failed", text="E   AssertionError: x", crash="AssertionError: x")
+
+
+def _violated_second() -> dict[str, list[PhaseResult]]:
+    first, second, third = PROMISES
+    return {
+        f"t.py::test_{first}": ran(),
+        f"t.py::test_{second}": ran(FAILED),
+        f"t.py::test_{third}": ran(),
+    }
+
+
+def test_a_pending_promise_keeps_its_failure_and_says_why_it_does_not_fail_the_run() -> None:
+    first, second, _ = PROMISES
+    baseline = Baseline({("impl", first): "held", ("impl", second): "pending"}, frozenset())
+    implementation = build(_violated_second(), baseline)
+    [promise] = [p for p in implementation["promises"] if p["id"] == second]
+    assert promise["outcome"] == "pending"
+    assert promise["detail"] == (
+        "AssertionError: x\n"
+        "(pending: new in this kit or pending in the baseline, so it does not fail the run)"
+    )
+    assert implementation["counts"]["pending"] == 1
+    assert implementation["counts"]["violated"] == 0
+
+
+def test_a_promise_new_to_the_kit_is_pending_for_a_known_implementation() -> None:
+    first, _, third = PROMISES
+    catalogue = frozenset({(SEAM, first), (SEAM, third)})  # the baseline's kit lacked `second`
+    baseline = Baseline({("impl", first): "held", ("impl", third): "held"}, catalogue)
+    implementation = build(_violated_second(), baseline)
+    assert outcomes(implementation)[PROMISES[1]] == "pending"
+
+
+def test_a_new_implementation_gets_no_pending_even_for_a_promise_new_to_the_kit() -> None:
+    first, second, third = PROMISES
+    catalogue = frozenset({(SEAM, first), (SEAM, third)})  # the baseline's kit lacked `second`
+    baseline = Baseline({("other", first): "held", ("other", third): "held"}, catalogue)
+    assert not baseline.is_pending(SEAM, "impl", second)
+    implementation = build(_violated_second(), baseline)
+    assert outcomes(implementation)[second] == "violated"
+    [promise] = [p for p in implementation["promises"] if p["id"] == second]
+    assert promise["detail"] == "AssertionError: x"
