@@ -147,6 +147,25 @@ async def test_append_many_refuses_a_malformed_batch_and_writes_nothing(store, r
     assert kinds(await store.read_log("r")) == ["run_started"]
 
 
+@pytest.mark.parametrize("shape", ["generator", "set", "dict keys"])
+async def test_append_many_refuses_records_that_are_not_a_sequence_and_writes_nothing(store, shape):
+    # A set has no order and a generator is used up by a first look: neither is a batch.
+    batch = [ModelCallIntent(step_index=0, prompt_chars=1)]
+    records = {
+        "generator": (record for record in batch),
+        "set": set(batch),
+        "dict keys": dict.fromkeys(batch).keys(),
+    }[shape]
+    await store.append("r", started("r"), sequence=0)
+
+    with pytest.raises(TypeError, match=r"append_many expects a sequence of records, got \w+"):
+        await store.append_many("r", records, sequence=1)
+
+    assert kinds(await store.read_log("r")) == ["run_started"]
+    await store.append_many("r", tuple(batch), sequence=1)  # the same records as a tuple: kept
+    assert kinds(await store.read_log("r")) == ["run_started", "model_call_intent"]
+
+
 @pytest.mark.parametrize(("run_id", "sequence"), [("../x", 0), ("", 0), ("r", -1), ("r", True)])
 async def test_append_many_refuses_a_bad_run_id_or_sequence(store, run_id, sequence):
     with pytest.raises(ValueError, match=r"run id|sequence"):
