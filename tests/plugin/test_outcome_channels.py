@@ -165,3 +165,16 @@ def test_a_failing_teardown_without_a_crash_line_names_the_last_line_of_its_text
 def test_a_failing_teardown_with_no_text_at_all_still_says_so() -> None:
     teardown = phase("teardown", "failed", text="  \n")
     assert teardown_failure([SETUP, teardown]) == "teardown failed: error in teardown"
+
+
+# -- a stale waiver is not hidden by a skip in another phase ---------------------------------
+
+
+def test_a_waived_promise_that_held_before_a_skipping_teardown_is_still_a_stale_waiver() -> None:
+    # pytest.skip() in a fixture's cleanup reports the teardown as skipped: the promise held
+    # under its waiver all the same, so the waiver must go (the stale check comes before skips).
+    call = phase("call", "passed", wasxfail="waived: old bug")
+    teardown = phase("teardown", "skipped", skip_reason="Skipped: cleanup skipped")
+    judgement = classify([SETUP, call, teardown])
+    assert judgement is not None
+    assert (judgement.outcome, judgement.waiver_reason) == ("stale_waiver", "old bug")

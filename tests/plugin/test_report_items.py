@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_polyloop._outcomes import PhaseResult
-from pytest_polyloop._report import Baseline, build_implementation
+from pytest_polyloop._report import Baseline, build_implementation, build_report
 from tests.plugin._sandbox import Project
 
 SEAM = "action_executor"
@@ -181,3 +181,28 @@ def test_a_new_implementation_gets_no_pending_even_for_a_promise_new_to_the_kit(
     assert outcomes(implementation)[second] == "violated"
     [promise] = [p for p in implementation["promises"] if p["id"] == second]
     assert promise["detail"] == "AssertionError: x"
+
+
+# -- the verdict: an implementation that could not be built outranks a violation -------------
+
+
+def test_a_setup_error_anywhere_is_the_verdict_even_beside_a_violation() -> None:
+    broken_setup = phase("setup", "failed", crash="RuntimeError: no db")
+    violated = {f"t.py::test_{p}": ran(FAILED) for p in PROMISES}
+    unbuilt = {f"u.py::test_{p}": [broken_setup, phase("teardown", "passed")] for p in PROMISES}
+    other = {**entry("unbuilt"), "items": {f"u.py::test_{p}": p for p in PROMISES}}
+    report = build_report(
+        implementations=[entry("violating"), other],
+        results={**violated, **unbuilt},
+        baseline=None,
+        parse_skip=lambda text: None,
+        kit_version="k",
+        suite_hash="s",
+        pytest_version="p",
+        python_version="py",
+        created_at="now",
+    )
+    assert report["verdict"] == "setup_error"
+    by_id = {item["id"]: item for item in report["implementations"]}
+    assert by_id["violating"]["counts"]["violated"] == 3
+    assert by_id["unbuilt"]["setup_error"]["type"] == "RuntimeError"
