@@ -178,3 +178,13 @@ def test_a_waived_promise_that_held_before_a_skipping_teardown_is_still_a_stale_
     judgement = classify([SETUP, call, teardown])
     assert judgement is not None
     assert (judgement.outcome, judgement.waiver_reason) == ("stale_waiver", "old bug")
+
+
+def test_a_waiver_reason_that_quotes_the_xpass_marker_is_kept_whole() -> None:
+    text = "[XPASS(strict)] waived: pytest prints [XPASS(strict)] for it"
+    judgement = classify([SETUP, phase("call", "failed", text=text), TEARDOWN])
+    assert judgement is not None
+    assert (judgement.outcome, judgement.waiver_reason) == (
+        "stale_waiver",
+        "pytest prints [XPASS(strict)] for it",
+    )
