@@ -40,7 +40,8 @@ def test_a_promise_not_run_before_and_violated_now_is_changed_not_new() -> None:
     new = report(implementation("x", {"a.one": "held", "a.two": "violated"}))
     diff = diff_reports(old, new)
     assert diff.changed == [(("x", "a.two"), NOT_RUN, "violated")]
-    assert diff.appeared == diff.regressed == []
+    assert diff.appeared == []
+    assert diff.regressed == []
 
 
 def test_reports_without_implementations_differ_in_nothing() -> None:
