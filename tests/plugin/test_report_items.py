@@ -206,3 +206,29 @@ def test_a_setup_error_anywhere_is_the_verdict_even_beside_a_violation() -> None
     by_id = {item["id"]: item for item in report["implementations"]}
     assert by_id["violating"]["counts"]["violated"] == 3
     assert by_id["unbuilt"]["setup_error"]["type"] == "RuntimeError"
+
+
+def test_every_promise_of_an_implementation_that_could_not_be_built_says_so() -> None:
+    first, second, _ = PROMISES
+    broken_setup = phase("setup", "failed", crash="RuntimeError: no db")
+    results = {
+        f"t.py::test_{first}": [broken_setup, phase("teardown", "passed")],
+        # Ran without the part that failed, its waiver's xfail: not judged either.
+        f"t.py::test_{second}": ran(phase("call", "skipped", wasxfail="waived: ticket 7")),
+    }  # `third` never ran
+    waived = {**entry(), "waive": {second: "ticket 7"}}
+    implementation = build_implementation(waived, results, None, lambda text: None)
+    assert implementation["setup_error"] == {
+        "type": "RuntimeError",
+        "message": "no db",
+        "location": "conftest.py:1",
+    }
+    assert [(p["id"], p["outcome"], p["detail"], p["waiver_reason"]) for p in implementation[
+        "promises"
+    ]] == [
+        (promise, "setup_error", "not judged: the implementation's setup failed (RuntimeError)",
+         "ticket 7" if promise == second else None)
+        for promise in PROMISES
+    ]  # fmt: skip
+    assert implementation["missing"] == []
+    assert implementation["counts"]["setup_error"] == 1

@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 
 from polyloop import Event, ModelCallIntent, Record, RunFinished, RunStarted, StopReason
-from polyloop.errors import RunAlreadyFinished, RunConflict
+from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
 from polyloop.stores import MemoryStore, SQLiteStore
 from tests.unit._doubles import act, agent, final, invalid, kinds, run_to_end, script
 
@@ -164,6 +164,15 @@ async def test_append_many_refuses_records_that_are_not_a_sequence_and_writes_no
     assert kinds(await store.read_log("r")) == ["run_started"]
     await store.append_many("r", tuple(batch), sequence=1)  # the same records as a tuple: kept
     assert kinds(await store.read_log("r")) == ["run_started", "model_call_intent"]
+
+
+async def test_an_append_refused_names_how_many_records_the_log_holds(store):
+    await store.append("r", started("r"), sequence=0)
+    with pytest.raises(RunAlreadyExists, match=r"^run 'r' already has a log \(1 record\)$"):
+        await store.append("r", started("r"), sequence=1)
+    await store.append("r", ModelCallIntent(step_index=0, prompt_chars=1), sequence=1)
+    with pytest.raises(RunConflict, match=r"at sequence 5 but the log has 2 records \("):
+        await store.append("r", ModelCallIntent(step_index=1, prompt_chars=1), sequence=5)
 
 
 @pytest.mark.parametrize(("run_id", "sequence"), [("../x", 0), ("", 0), ("r", -1), ("r", True)])
