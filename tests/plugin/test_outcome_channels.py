@@ -188,3 +188,101 @@ def test_a_waiver_reason_that_quotes_the_xpass_marker_is_kept_whole() -> None:
         "stale_waiver",
         "pytest prints [XPASS(strict)] for it",
     )
+
+
+# -- the rest of what phase_result reads from a report ---------------------------------------
+
+
+class BareReport:
+    """A report with only the attributes every pytest version sets (no duration, no rerun)."""
+
+    when = "call"
+    outcome = "passed"
+    longrepr = None
+    user_properties: list[tuple[str, object]] = []  # noqa: RUF012 (read only)
+    longreprtext = "not read: the phase passed"
+
+
+class Crash:
+    """A ``reprcrash`` without a message."""
+
+
+class Longrepr:
+    def __init__(self, reprcrash: object) -> None:
+        self.reprcrash = reprcrash
+
+
+def test_a_report_with_no_duration_rerun_or_crash_reads_as_zero_and_empty() -> None:
+    result = phase_result(BareReport())
+    assert (result.duration, result.attempt, result.crash, result.text) == (0.0, 0, "", "")
+
+
+def test_the_duration_and_the_rerun_count_are_read_from_the_report() -> None:
+    report = FakeReport("call", "passed", duration=0.125)
+    report.rerun = 2  # type: ignore[attr-defined]
+    result = phase_result(report)
+    assert (result.duration, result.attempt) == (0.125, 2)
+    zero = FakeReport("call", "passed", duration=0.0)
+    assert phase_result(zero).duration == 0.0
+
+
+def test_a_rerun_count_that_is_not_an_int_counts_as_the_first_run() -> None:
+    for value in (True, "2", None, 1.5):
+        report = FakeReport("call", "passed")
+        report.rerun = value  # type: ignore[attr-defined]
+        assert phase_result(report).attempt == 0, value
+
+
+def test_a_crash_without_a_message_reads_as_empty() -> None:
+    report = FakeReport("call", "failed", longrepr=Longrepr(Crash()), longreprtext="E   boom")
+    assert (phase_result(report).crash, phase_result(report).text) == ("", "E   boom")
+    report = FakeReport("call", "failed", longrepr=Longrepr(type("C", (), {"message": "m"})()))
+    assert phase_result(report).crash == "m"
+
+
+# -- a violation's detail from the text alone ------------------------------------------------
+
+
+def test_a_violation_without_a_crash_line_shows_the_last_line_of_its_text() -> None:
+    call = phase("call", "failed", text="Traceback …\nAssertionError: lost\n")
+    judgement = classify([SETUP, call, TEARDOWN])
+    assert judgement is not None
+    assert judgement.detail == "AssertionError: lost"
+
+
+def test_a_violation_with_no_text_at_all_still_says_which_phase_failed() -> None:
+    judgement = classify([SETUP, phase("call", "failed", text=" \n"), TEARDOWN])
+    assert judgement is not None
+    assert judgement.detail == "call failed"
+
+
+def test_an_example_line_less_indented_than_its_marker_is_kept_stripped() -> None:
+    text = "E       Falsifying example: test_x(\nE   x=3,\nE       )\n\nt.py:5: AssertionError"
+    call = phase("call", "failed", text=text, crash="AssertionError: too big")
+    judgement = classify([SETUP, call, TEARDOWN])
+    assert judgement is not None
+    assert judgement.detail == "AssertionError: too big\nFalsifying example: test_x(\nx=3,\n)"
+
+
+def test_an_example_inside_a_line_is_taken_from_its_first_marker_without_e_prefixes() -> None:
+    text = (
+        "E   AssertionError: see Falsifying example: test_x(\n"
+        "E       x=3,\n"
+        "E   )\n"
+        "  Falsifying example: again\n"
+    )
+    call = phase("call", "failed", text=text, crash="AssertionError: too big")
+    judgement = classify([SETUP, call, TEARDOWN])
+    assert judgement is not None
+    assert judgement.detail == (
+        "AssertionError: too big\nFalsifying example: test_x(\n    x=3,\n)\n"
+        "  Falsifying example: again"
+    )
+
+
+def test_an_indented_marker_outside_pytests_e_lines_is_found_too() -> None:
+    text = "Traceback …\nAssertionError: too big\n  Failing test case: test_x(x=3)\n"
+    call = phase("call", "failed", text=text, crash="AssertionError: too big")
+    judgement = classify([SETUP, call, TEARDOWN])
+    assert judgement is not None
+    assert judgement.detail == "AssertionError: too big\nFailing test case: test_x(x=3)"
