@@ -152,7 +152,8 @@ def _violated_second() -> dict[str, list[PhaseResult]]:
 
 def test_a_pending_promise_keeps_its_failure_and_says_why_it_does_not_fail_the_run() -> None:
     first, second, _ = PROMISES
-    baseline = Baseline({("impl", first): "held", ("impl", second): "pending"}, frozenset())
+    catalogue = frozenset((SEAM, promise) for promise in PROMISES)  # the kit had them all
+    baseline = Baseline({("impl", first): "held", ("impl", second): "pending"}, catalogue)
     implementation = build(_violated_second(), baseline)
     [promise] = [p for p in implementation["promises"] if p["id"] == second]
     assert promise["outcome"] == "pending"
@@ -232,3 +233,19 @@ def test_every_promise_of_an_implementation_that_could_not_be_built_says_so() ->
     ]  # fmt: skip
     assert implementation["missing"] == []
     assert implementation["counts"]["setup_error"] == 1
+
+
+def test_a_promise_violated_again_that_held_in_the_baseline_is_violated_not_pending() -> None:
+    first, second, _ = PROMISES
+    catalogue = frozenset((SEAM, promise) for promise in PROMISES)
+    baseline = Baseline({("impl", first): "pending", ("impl", second): "held"}, catalogue)
+    assert outcomes(build(_violated_second(), baseline))[second] == "violated"
+
+
+def test_a_folded_promise_keeps_the_time_it_ran_and_one_never_run_took_none() -> None:
+    first, _, third = PROMISES
+    broken_setup = phase("setup", "failed", crash="RuntimeError: no db")
+    results = {f"t.py::test_{first}": [broken_setup, phase("teardown", "passed")]}
+    implementation = build(results)
+    durations = {p["id"]: p["duration_s"] for p in implementation["promises"]}
+    assert durations == {first: 0.5, PROMISES[1]: 0.0, third: 0.0}
