@@ -249,3 +249,48 @@ def test_a_folded_promise_keeps_the_time_it_ran_and_one_never_run_took_none() ->
     implementation = build(results)
     durations = {p["id"]: p["duration_s"] for p in implementation["promises"]}
     assert durations == {first: 0.5, PROMISES[1]: 0.0, third: 0.0}
+
+
+# -- what else travels from the phases into a promise's entry --------------------------------
+
+
+def test_kept_by_and_reruns_reach_the_promise_entry() -> None:
+    first, second, third = PROMISES
+    kept = {"outcome": "not_applicable", "why": "polyloop keeps it", "kept_by": "polyloop"}
+    rerun = [phase(when, "passed", attempt=1) for when in ("setup", "call", "teardown")]
+    results = {
+        f"t.py::test_{first}": ran(phase("call", "skipped", contract_skip=kept)),
+        f"t.py::test_{second}": [phase("call", "rerun"), *rerun],
+        f"t.py::test_{third}": ran(),
+    }
+    promises = {p["id"]: p for p in build(results)["promises"]}
+    assert (promises[first]["outcome"], promises[first]["kept_by"]) == (
+        "not_applicable",
+        "polyloop",
+    )
+    assert (promises[second]["outcome"], promises[second]["reruns"]) == ("held", 1)
+    assert "kept_by" not in promises[third]
+    assert "reruns" not in promises[third]
+
+
+def test_a_plain_skip_without_a_reason_says_skipped() -> None:
+    first, *_ = PROMISES
+    results = {f"t.py::test_{first}": ran(phase("call", "skipped", skip_reason=""))}
+    [promise] = build(results)["promises"]
+    assert (promise["outcome"], promise["why"]) == ("not_applicable", "skipped")
+
+
+def test_promises_are_listed_in_promise_order_whatever_their_node_ids() -> None:
+    reversed_ids = {f"t.py::test_{9 - n}": p for n, p in enumerate(PROMISES)}
+    results = {nodeid: ran() for nodeid in reversed_ids}
+    implementation = build_implementation(
+        {**entry(), "items": reversed_ids}, results, None, lambda text: None
+    )
+    assert [p["id"] for p in implementation["promises"]] == list(PROMISES)
+
+
+def test_a_setup_errors_own_location_wins_over_the_fixtures() -> None:
+    first, *_ = PROMISES
+    error = {"type": "TypeError", "message": "bad samples", "location": "conftest.py:9"}
+    results = {f"t.py::test_{first}": ran(phase("call", "passed", setup_error=error))}
+    assert build(results)["setup_error"] == error
