@@ -286,3 +286,10 @@ def test_an_indented_marker_outside_pytests_e_lines_is_found_too() -> None:
     judgement = classify([SETUP, call, TEARDOWN])
     assert judgement is not None
     assert judgement.detail == "AssertionError: too big\nFailing test case: test_x(x=3)"
+
+
+def test_a_stale_waiver_says_the_waiver_should_go() -> None:
+    call = phase("call", "passed", wasxfail="waived: old bug")
+    judgement = classify([SETUP, call, TEARDOWN])
+    assert judgement is not None
+    assert judgement.detail == "the promise held although it is waived: remove the waiver"
