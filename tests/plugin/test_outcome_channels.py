@@ -293,3 +293,36 @@ def test_a_stale_waiver_says_the_waiver_should_go() -> None:
     judgement = classify([SETUP, call, TEARDOWN])
     assert judgement is not None
     assert judgement.detail == "the promise held although it is waived: remove the waiver"
+
+
+# -- what a failed setup or a worker that died in it is reported as --------------------------
+
+
+def test_a_setup_crash_is_split_at_its_first_colon_and_a_bare_one_still_says_so() -> None:
+    setup = phase("setup", "failed", crash="OSError: [Errno 2]: no such file")
+    judgement = classify([setup, TEARDOWN])
+    assert judgement is not None
+    assert judgement.setup_error == {
+        "type": "OSError",
+        "message": "[Errno 2]: no such file",
+        "location": "",
+    }
+    bare = classify([phase("setup", "failed"), TEARDOWN])
+    assert bare is not None
+    assert bare.setup_error == {"type": "error in setup", "message": "", "location": ""}
+
+
+def test_a_worker_that_died_in_setup_names_the_last_line_of_its_report_or_says_it_crashed() -> None:
+    crash = phase("???", "failed", text="[gw0] node down\nworker 'gw0' crashed\n")
+    judgement = classify([crash])
+    assert judgement is not None
+    assert judgement.setup_error is not None
+    assert judgement.setup_error["message"] == (
+        "the worker died while building the implementation's fixtures (worker 'gw0' crashed)"
+    )
+    silent = classify([phase("???", "failed", text="  ")])
+    assert silent is not None
+    assert silent.setup_error is not None
+    assert silent.setup_error["message"] == (
+        "the worker died while building the implementation's fixtures (worker crashed)"
+    )
