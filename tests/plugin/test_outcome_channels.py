@@ -316,10 +316,13 @@ def test_a_worker_that_died_in_setup_names_the_last_line_of_its_report_or_says_i
     crash = phase("???", "failed", text="[gw0] node down\nworker 'gw0' crashed\n")
     judgement = classify([crash])
     assert judgement is not None
-    assert judgement.setup_error is not None
-    assert judgement.setup_error["message"] == (
-        "the worker died while building the implementation's fixtures (worker 'gw0' crashed)"
-    )
+    assert judgement.setup_error == {
+        "type": "WorkerCrashed",
+        "message": (
+            "the worker died while building the implementation's fixtures (worker 'gw0' crashed)"
+        ),
+        "location": "",
+    }
     silent = classify([phase("???", "failed", text="  ")])
     assert silent is not None
     assert silent.setup_error is not None
