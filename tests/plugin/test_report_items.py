@@ -294,3 +294,75 @@ def test_a_setup_errors_own_location_wins_over_the_fixtures() -> None:
     error = {"type": "TypeError", "message": "bad samples", "location": "conftest.py:9"}
     results = {f"t.py::test_{first}": ran(phase("call", "passed", setup_error=error))}
     assert build(results)["setup_error"] == error
+
+
+# -- the whole report and each verdict, from data ---------------------------------------------
+
+
+def _report(*entries: dict[str, Any], results: Mapping[str, Sequence[PhaseResult]], **kw: Any):
+    return build_report(
+        implementations=list(entries),
+        results=results,
+        baseline=None,
+        parse_skip=lambda text: None,
+        kit_version="0.9",
+        suite_hash="sha256:abc",
+        pytest_version="9.0",
+        python_version="3.11.7",
+        created_at="2026-01-01T00:00:00Z",
+        **kw,
+    )
+
+
+def _all(call: PhaseResult | None = None) -> dict[str, list[PhaseResult]]:
+    return {f"t.py::test_{p}": ran(call) for p in PROMISES}
+
+
+def test_the_report_carries_its_run_and_lists_implementations_by_id() -> None:
+    second = {**entry("b"), "items": {f"u.py::test_{p}": p for p in PROMISES}}
+    results = {**_all(), **{f"u.py::test_{p}": ran() for p in PROMISES}}
+    report = _report(second, entry("a"), results=results, interrupted=True)
+    assert {key: value for key, value in report.items() if key != "implementations"} == {
+        "schema": "polyloop-conformance/2",
+        "kit_version": "0.9",
+        "suite_hash": "sha256:abc",
+        "pytest_version": "9.0",
+        "python_version": "3.11.7",
+        "created_at": "2026-01-01T00:00:00Z",
+        "verdict": "conformant",
+        "interrupted": True,
+    }
+    assert [item["id"] for item in report["implementations"]] == ["a", "b"]
+    assert _report(entry(), results=_all())["interrupted"] is False
+
+
+def test_each_verdict_from_data() -> None:
+    assert _report(results={})["verdict"] == "no_implementations"
+    assert _report(entry(), results=_all())["verdict"] == "conformant"
+    assert _report(entry(), results=_all(FAILED))["verdict"] == "violations"
+    stale = phase("call", "passed", wasxfail="waived: old")
+    assert _report(entry(), results=_all(stale))["verdict"] == "violations"
+    first, *_ = PROMISES
+    assert _report(entry(), results={f"t.py::test_{first}": ran()})["verdict"] == "incomplete"
+    skipped = phase("call", "skipped", skip_reason="Skipped: no")
+    assert _report(entry(), results=_all(skipped))["verdict"] == "incomplete"  # none held
+
+
+def test_an_override_is_incomplete_unless_it_is_waived() -> None:
+    first, *_ = PROMISES
+    overridden = {**entry(), "overridden": [first]}
+    assert _report(overridden, results=_all())["verdict"] == "incomplete"
+    waived = {**overridden, "waive": {first: "replaced on purpose"}}
+    assert _report(waived, results=_all())["verdict"] == "conformant"
+
+
+def test_a_failing_teardown_makes_the_run_incomplete_and_is_named() -> None:
+    first, *_ = PROMISES
+    results = _all()
+    failing = phase("teardown", "failed", crash="OSError: leak")
+    results[f"t.py::test_{first}"] = [phase("setup", "passed"), phase("call", "passed"), failing]
+    report = _report(entry(), results=results)
+    assert report["verdict"] == "incomplete"
+    assert report["implementations"][0]["teardown_errors"] == [
+        f"teardown failed: OSError: leak (after t.py::test_{first})"
+    ]
