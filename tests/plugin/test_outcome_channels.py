@@ -329,3 +329,11 @@ def test_a_worker_that_died_in_setup_names_the_last_line_of_its_report_or_says_i
     assert silent.setup_error["message"] == (
         "the worker died while building the implementation's fixtures (worker crashed)"
     )
+
+
+def test_a_promise_takes_the_time_of_all_its_phases_to_the_microsecond() -> None:
+    phases = [PhaseResult(when=w, outcome="passed", duration=0.1234564) for w in ("setup", "call")]
+    phases.append(PhaseResult(when="teardown", outcome="passed", duration=0.0000001))
+    judgement = classify(phases)
+    assert judgement is not None
+    assert judgement.duration_s == 0.246913
