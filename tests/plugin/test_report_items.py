@@ -299,11 +299,16 @@ def test_a_setup_errors_own_location_wins_over_the_fixtures() -> None:
 # -- the whole report and each verdict, from data ---------------------------------------------
 
 
-def _report(*entries: dict[str, Any], results: Mapping[str, Sequence[PhaseResult]], **kw: Any):
+def _report(
+    *entries: dict[str, Any],
+    results: Mapping[str, Sequence[PhaseResult]],
+    baseline: Baseline | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
     return build_report(
         implementations=list(entries),
         results=results,
-        baseline=None,
+        baseline=baseline,
         parse_skip=lambda text: None,
         kit_version="0.9",
         suite_hash="sha256:abc",
@@ -366,3 +371,13 @@ def test_a_failing_teardown_makes_the_run_incomplete_and_is_named() -> None:
     assert report["implementations"][0]["teardown_errors"] == [
         f"teardown failed: OSError: leak (after t.py::test_{first})"
     ]
+
+
+def test_the_baseline_reaches_every_implementation_of_the_report() -> None:
+    results = _violated_second()
+    assert _report(entry(), results=results)["verdict"] == "violations"
+    catalogue = frozenset((SEAM, promise) for promise in PROMISES)
+    baseline = Baseline({("impl", PROMISES[1]): "pending"}, catalogue)
+    report = _report(entry(), results=results, baseline=baseline)
+    assert report["verdict"] == "conformant"  # pending does not fail the run
+    assert report["implementations"][0]["counts"]["pending"] == 1
