@@ -50,3 +50,23 @@ def test_reports_without_implementations_differ_in_nothing() -> None:
     new = report(implementation("x", {"a.one": "held"}))
     assert diff_reports({}, new) == ReportDiff(added=["x"])
     assert diff_reports(new, {}) == ReportDiff(lost=["x"])
+
+
+def test_the_diff_text_names_a_changed_suite_and_counts_every_regression() -> None:
+    old = report(implementation("a", {"a.one": "held"}), implementation("b", {"a.one": "held"}))
+    new = {
+        **report(implementation("b", {"a.one": "violated"}, reasons={"a.one": "ticket 9"})),
+        "suite_hash": "s2",
+    }
+    text = render_diff(diff_reports(old, new), old, new)
+    assert "suite: s → s2\n" in text
+    # A reason is shown beside a deliberate move only: a violation under a waiver shows none.
+    assert "  b  a.one  held → violated\n" in text
+    assert "ticket 9" not in text
+    assert text.endswith("\n2 regressions\n")
+
+
+def test_the_diff_text_of_two_reports_without_implementations() -> None:
+    text = render_diff(ReportDiff(), {}, {})
+    assert text.startswith("verdict: None → None\n")
+    assert text.endswith("\nno regression\n")
