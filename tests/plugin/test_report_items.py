@@ -6,10 +6,19 @@ implementation gets no pending. Each survived mutation testing before it had its
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_polyloop._outcomes import PhaseResult
-from pytest_polyloop._report import Baseline, build_implementation, build_report
+from pytest_polyloop._report import (
+    Baseline,
+    build_implementation,
+    build_report,
+    write_json,
+    write_markdown,
+)
 from tests.plugin._sandbox import Project
 
 SEAM = "action_executor"
@@ -381,3 +390,23 @@ def test_the_baseline_reaches_every_implementation_of_the_report() -> None:
     report = _report(entry(), results=results, baseline=baseline)
     assert report["verdict"] == "conformant"  # pending does not fail the run
     assert report["implementations"][0]["counts"]["pending"] == 1
+
+
+# -- the files ------------------------------------------------------------------------------
+
+
+def test_the_json_report_is_written_indented_in_utf8_into_new_directories(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "a" / "b" / "report.json"
+    write_json({"why": "café", "n": [1]}, target)
+    assert target.read_bytes() == '{\n  "why": "café",\n  "n": [\n    1\n  ]\n}\n'.encode()
+
+
+def test_the_markdown_report_is_written_into_new_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    target = tmp_path / "a" / "b" / "report.md"
+    assert write_markdown("# ok é\n", target) == [target]
+    assert target.read_bytes() == "# ok é\n".encode()
