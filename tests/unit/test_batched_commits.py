@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 
 from polyloop import Event, ModelCallIntent, Record, RunFinished, RunStarted, StopReason
-from polyloop.errors import RunAlreadyFinished, RunConflict
+from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
 from polyloop.stores import MemoryStore, SQLiteStore
 from tests.unit._doubles import act, agent, final, invalid, kinds, run_to_end, script
 
@@ -145,6 +145,40 @@ async def test_append_many_refuses_a_malformed_batch_and_writes_nothing(store, r
         await store.append_many("r", records, sequence=1)
 
     assert kinds(await store.read_log("r")) == ["run_started"]
+
+
+@pytest.mark.parametrize("shape", ["generator", "set", "dict keys"])
+async def test_append_many_refuses_records_that_are_not_a_sequence_and_writes_nothing(store, shape):
+    # A set has no order and a generator is used up by a first look: neither is a batch.
+    batch = [ModelCallIntent(step_index=0, prompt_chars=1)]
+    records = {
+        "generator": (record for record in batch),
+        "set": set(batch),
+        "dict keys": dict.fromkeys(batch).keys(),
+    }[shape]
+    await store.append("r", started("r"), sequence=0)
+
+    got = type(records).__name__  # generator, set, dict_keys
+    with pytest.raises(TypeError, match=rf"^append_many expects a sequence of records, got {got}$"):
+        await store.append_many("r", records, sequence=1)
+
+    assert kinds(await store.read_log("r")) == ["run_started"]
+    await store.append_many("r", tuple(batch), sequence=1)  # the same records as a tuple: kept
+    assert kinds(await store.read_log("r")) == ["run_started", "model_call_intent"]
+
+
+async def test_an_append_refused_names_how_many_records_the_log_holds(store):
+    await store.append("r", started("r"), sequence=0)
+    with pytest.raises(RunAlreadyExists, match=r"^run 'r' already has a log \(1 record\)$"):
+        await store.append("r", started("r"), sequence=1)
+    await store.append("r", ModelCallIntent(step_index=0, prompt_chars=1), sequence=1)
+    conflict = r"at sequence 5 but the log has 2 records \(another process is driving this run\)$"
+    with pytest.raises(RunConflict, match=conflict):
+        await store.append("r", ModelCallIntent(step_index=1, prompt_chars=1), sequence=5)
+    with pytest.raises(ValueError, match=r"^append_many needs at least one record$"):
+        await store.append_many("r", [], sequence=2)
+    with pytest.raises(TypeError, match=r"^append expects a polyloop record, got dict$"):
+        await store.append_many("r", [{"kind": "run_finished"}], sequence=2)
 
 
 @pytest.mark.parametrize(("run_id", "sequence"), [("../x", 0), ("", 0), ("r", -1), ("r", True)])
