@@ -20,6 +20,7 @@ from pytest_polyloop._report import (
     write_markdown,
 )
 from tests.plugin._sandbox import Project
+from tests.unit._reports import ENVIRONMENT
 
 SEAM = "action_executor"
 PROMISES = ("action_executor.a_first", "action_executor.b_second", "action_executor.c_third")
@@ -211,6 +212,8 @@ def test_a_setup_error_anywhere_is_the_verdict_even_beside_a_violation() -> None
         pytest_version="p",
         python_version="py",
         created_at="now",
+        environment=ENVIRONMENT,
+        report_id="r1",
     )
     assert report["verdict"] == "setup_error"
     by_id = {item["id"]: item for item in report["implementations"]}
@@ -324,6 +327,8 @@ def _report(
         pytest_version="9.0",
         python_version="3.11.7",
         created_at="2026-01-01T00:00:00Z",
+        environment=ENVIRONMENT,
+        report_id="r1",
         **kw,
     )
 
@@ -345,6 +350,8 @@ def test_the_report_carries_its_run_and_lists_implementations_by_id() -> None:
         "created_at": "2026-01-01T00:00:00Z",
         "verdict": "conformant",
         "interrupted": True,
+        "environment": ENVIRONMENT,
+        "report_id": "r1",
     }
     assert [item["id"] for item in report["implementations"]] == ["a", "b"]
     assert _report(entry(), results=_all())["interrupted"] is False
