@@ -297,8 +297,12 @@ class ConformanceSession:
         if self.worker_misuses:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
-        if exitstatus in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
-            return  # pytest's status stands, and the results cannot be trusted
+        if exitstatus == pytest.ExitCode.USAGE_ERROR:
+            return  # pytest's status stands
+        # An internal error — pytest-xdist's own when its last workers die together (it sends
+        # to a closed channel) — still reports what was found, marked interrupted and never
+        # conformant: pytest's status stands.
+        internal_error = exitstatus == pytest.ExitCode.INTERNAL_ERROR
         all_promises = [spec for seam in self.registry.seams() for spec in seam.suite.promises()]
         report = build_report(
             implementations=self.implementations.as_list(),
@@ -314,8 +318,11 @@ class ConformanceSession:
             report_id=new_report_id(),
             # Ctrl-C or a collection error; -x/--maxfail (serially: pytest's status stays 1).
             interrupted=exitstatus == pytest.ExitCode.INTERRUPTED
+            or internal_error
             or bool(session.shouldstop or session.shouldfail),
         )
+        if internal_error and report["verdict"] == "conformant":
+            report["verdict"] = "incomplete"
         self.report = report
         self.config.hook.pytest_polyloop_report(report=report, config=self.config)
         json_path = self.config.getoption("polyloop_report")
@@ -323,7 +330,11 @@ class ConformanceSession:
             write_json(report, Path(json_path))
         md_path = self.config.getoption("polyloop_report_md")
         write_markdown(render_markdown(report), Path(md_path) if md_path else None)
-        if exitstatus != pytest.ExitCode.INTERRUPTED:  # --sw, -x under xdist, Ctrl-C: stays red
+        if exitstatus not in (
+            pytest.ExitCode.INTERRUPTED,
+            pytest.ExitCode.INTERNAL_ERROR,
+        ):  # --sw, -x under xdist, Ctrl-C,
+            # an internal error: pytest's status stays
             session.exitstatus = verdict_exit_status(report["verdict"])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

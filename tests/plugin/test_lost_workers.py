@@ -58,7 +58,14 @@ def test_a_fixture_that_kills_its_worker_is_a_setup_error_not_nothing_found(
     assert {promise["outcome"] for promise in killing["promises"]} == {"setup_error"}
     assert run.report["verdict"] == "setup_error"
     assert "No seam implementation was found" not in run.output
-    assert run.ret == 1
+    # When its last two workers die together, pytest-xdist itself sometimes ends in an
+    # INTERNALERROR (its scheduler sends to a closed channel): pytest's status 3 then stands,
+    # and the report — written all the same — says it was interrupted.
+    if "cannot send (already closed?)" in run.output:
+        assert run.ret == pytest.ExitCode.INTERNAL_ERROR
+        assert run.report["interrupted"] is True
+    else:
+        assert run.ret == 1
 
 
 HANGING = """\

@@ -22,10 +22,12 @@ from polyloop.report import ReportError, _after_reruns, _reruns_heading, _shown,
         (True, "True"),
         ([1], "list"),
         ({"a": 1}, "dict"),
-        ("é\u2028", "'\\xc3\\xa9\\u2028'"),
-        ("x" * 100, "'" + "x" * 76 + "..."),
-        ("x" * 78, "'" + "x" * 78 + "'"),  # 80 characters: kept
-        ("x" * 79, "'" + "x" * 76 + "..."),  # 81: cut
+        ("é\u2028", "'é\\u2028'"),  # printable kept, a line separator escaped
+        ("\ud800", "'\\ud800'"),  # a lone surrogate escaped: the line stays UTF-8
+        ("a\x1b[31m", "'a\\x1b[31m'"),  # no terminal control reaches the screen
+        ("x" * 100, "'" + "x" * 80 + "'… (100 characters)"),  # one shortening rule (_shown)
+        ("x" * 80, "'" + "x" * 80 + "'"),  # 80 characters: kept
+        ("x" * 81, "'" + "x" * 80 + "'… (81 characters)"),  # 81: cut
     ],
 )
 def test_a_value_read_from_a_file_is_shown_short_printable_and_quoted(
