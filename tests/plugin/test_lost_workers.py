@@ -52,20 +52,25 @@ def test_a_fixture_that_kills_its_worker_is_a_setup_error_not_nothing_found(
     assert run.report is not None, run.output
     ids = {entry["id"] for entry in run.report["implementations"]}
     assert ids == {"killing_executor", "good_executor"}, run.output
+    assert "No seam implementation was found" not in run.output
     killing = run.implementation("killing_executor")
+    if "cannot send (already closed?)" in run.output:
+        # When its last two workers die together, pytest-xdist itself sometimes ends in an
+        # INTERNALERROR (its scheduler sends to a closed channel), at times before it reported
+        # which item's worker crashed. What was discovered is still reported, marked
+        # interrupted and never conformant; pytest's status 3 stands.
+        assert run.ret == pytest.ExitCode.INTERNAL_ERROR
+        assert run.report["interrupted"] is True
+        assert run.report["verdict"] in ("setup_error", "incomplete")
+        if killing["setup_error"] is None:
+            assert "setup_error" not in {p["outcome"] for p in killing["promises"]}
+            return
+    else:
+        assert run.ret == 1
     assert killing["setup_error"]["type"] == "WorkerCrashed"
     assert killing["setup_error"]["location"].startswith("tests/conftest.py:")
     assert {promise["outcome"] for promise in killing["promises"]} == {"setup_error"}
     assert run.report["verdict"] == "setup_error"
-    assert "No seam implementation was found" not in run.output
-    # When its last two workers die together, pytest-xdist itself sometimes ends in an
-    # INTERNALERROR (its scheduler sends to a closed channel): pytest's status 3 then stands,
-    # and the report — written all the same — says it was interrupted.
-    if "cannot send (already closed?)" in run.output:
-        assert run.ret == pytest.ExitCode.INTERNAL_ERROR
-        assert run.report["interrupted"] is True
-    else:
-        assert run.ret == 1
 
 
 HANGING = """\
