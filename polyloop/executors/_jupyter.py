@@ -375,7 +375,8 @@ class JupyterExecutor(AsyncClosing):
         cell.running = True
         if cell.interrupt_pending:  # a SIGINT before now would have found the kernel idle
             cell.interrupt_pending = False
-            await cell.kernel.manager.interrupt_kernel()
+            with contextlib.suppress(Exception):  # a kernel gone meanwhile: the next read says so
+                await cell.kernel.manager.interrupt_kernel()
 
     async def _show_data(
         self, outputs: CellOutputs, msg_type: str, content: Mapping[str, object]
@@ -411,7 +412,9 @@ class JupyterExecutor(AsyncClosing):
         The ``execute()`` that runs the code returns as usual — ``executed``, its observation the
         output so far, the ``KeyboardInterrupt`` traceback and the line "interrupt() was called
         while the code ran; the kernel keeps its state." Code that ignores ``SIGINT`` runs on
-        until ``timeout_s``, where the timeout's rules apply.
+        until ``timeout_s``, where the timeout's rules apply. An interrupt that reaches the
+        kernel as it begins the request can stop it before the code's first line (IPython's
+        own handling), with the note but no traceback.
 
         Returns ``True`` when code was running (or its request was on its way: the interrupt is
         sent as soon as the kernel starts running it), ``False`` when the kernel was idle, which
@@ -457,21 +460,28 @@ class JupyterExecutor(AsyncClosing):
             cell.restarted = True
         if old is not None:
             old.kill_group()  # the running code stops now, not when its execute() would end
-        async with lock:
-            if old is not None:
-                await old.close()
-            current = self._current_kernel()  # an execute() may have started one meanwhile
-            if current is not None and current.serial <= requested_after:
-                await self._discard(current)  # it began starting before restart() was called
-                current = None
-            if current is None:
-                try:
-                    self._kernel = await self._start()
-                except _KernelBroken as exc:
-                    raise RuntimeError(f"JupyterExecutor.restart(): {exc}") from None
+        try:
+            async with lock:  # the execute() in flight returns first: it sees its kernel die
+                if old is not None:
+                    closing, old = old, None
+                    await closing.close()
+                await self._replace_kernel_started_before(requested_after)
+        finally:
+            if old is not None:  # cancelled while waiting: no connection file left behind
+                old.abandon()
 
-    def _current_kernel(self) -> _Kernel | None:
-        return self._kernel
+    async def _replace_kernel_started_before(self, requested_after: int) -> None:
+        """Start the new kernel, unless an ``execute()`` started one since ``restart()`` was
+        called (it is new already)."""
+        current = self._kernel
+        if current is not None and current.serial <= requested_after:
+            await self._discard(current)  # it began starting before restart() was called
+            current = None
+        if current is None:
+            try:
+                self._kernel = await self._start()
+            except _KernelBroken as exc:
+                raise RuntimeError(f"JupyterExecutor.restart(): {exc}") from None
 
     def _require_session(self, method: str) -> None:
         if not self._session_open:

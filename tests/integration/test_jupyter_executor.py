@@ -472,30 +472,42 @@ async def test_the_observation_cap_applies_to_rich_outputs_too(tmp_path):
 ENDLESS = "import time\nwhile True: time.sleep(0.01)"
 
 
-async def interrupt_when_running(executor: JupyterExecutor) -> None:
-    """Call interrupt() until it finds the code running (its request may not be sent yet)."""
+async def interrupt_at_once(executor: JupyterExecutor, started_file: Path) -> None:
+    """interrupt() as soon as it finds a request in flight: the kernel has not yet begun to run
+    it, so the interrupt waits for it to begin."""
     while not await executor.interrupt():  # noqa: ASYNC110  # polls the executor's own state
+        await asyncio.sleep(0)
+
+
+async def interrupt_once_running(executor: JupyterExecutor, started_file: Path) -> None:
+    """interrupt() once the code has signalled that it runs."""
+    while not started_file.exists():  # noqa: ASYNC110, ASYNC240  # the code signals by a file
         await asyncio.sleep(0.01)
+    assert await executor.interrupt() is True
 
 
+@pytest.mark.parametrize("interrupt", [interrupt_at_once, interrupt_once_running])
 async def test_interrupt_stops_a_long_running_cell_from_another_task_and_keeps_state(
-    saving_kernel,
+    saving_kernel, tmp_path, interrupt
 ):
     await run(saving_kernel, "kept = 41")
-    for _ in range(3):  # the Nth interrupt works like the first
-        task = asyncio.ensure_future(run(saving_kernel, ENDLESS))
+    for attempt in range(3):  # the Nth interrupt works like the first
+        started_file = tmp_path / f"started-{attempt}"
+        code = f"open({str(started_file)!r}, 'w').close()\n" + ENDLESS
+        task = asyncio.ensure_future(run(saving_kernel, code))
         started = time.monotonic()
 
-        await interrupt_when_running(saving_kernel)
+        await interrupt(saving_kernel, started_file)
         status, observation = await task
 
         assert time.monotonic() - started < 30, "stopped by the timeout, not by interrupt()"
         assert status is ActionStatus.EXECUTED
-        assert "KeyboardInterrupt" in observation
         assert "did not finish within" not in observation
         assert observation.endswith(
-            "\ninterrupt() was called while the code ran; the kernel keeps its state."
+            "interrupt() was called while the code ran; the kernel keeps its state."
         )
+        if interrupt is interrupt_once_running:  # at once, IPython may stop before the code
+            assert "KeyboardInterrupt" in observation  # and show no traceback
         assert await run(saving_kernel, "kept + 1") == (ActionStatus.EXECUTED, "42\n")
 
 
@@ -542,7 +554,7 @@ async def test_restart_stops_a_running_cell_and_waiting_actions_run_in_the_new_k
     running = asyncio.ensure_future(
         run(saving_kernel, f"open({str(started_file)!r}, 'w').close()\n" + ENDLESS)
     )
-    while not started_file.exists():  # noqa: ASYNC110  # the code signals through a file
+    while not started_file.exists():  # noqa: ASYNC110  # the code signals by a file
         await asyncio.sleep(0.01)
     waiting = asyncio.ensure_future(run(saving_kernel, "'lost' in dir()"))
     started = time.monotonic()
@@ -571,3 +583,35 @@ async def test_restart_and_interrupt_after_aclose_are_a_clear_error(method):
     with pytest.raises(RuntimeError, match=rf"{method}\(\): no kernel session is open"):
         await getattr(executor, method)()
     assert executor.pid is None  # the refused call started nothing
+
+
+async def test_restart_after_the_kernel_died_starts_a_new_one(saving_kernel):
+    status, _ = await run(saving_kernel, "import os; os._exit(1)")
+    assert (status, saving_kernel.pid) == (ActionStatus.ENV_ERROR, None)
+
+    await saving_kernel.restart()
+
+    assert saving_kernel.pid is not None
+    assert await run(saving_kernel, "2 * 21") == (ActionStatus.EXECUTED, "42\n")
+    assert await saving_kernel.interrupt() is False
+
+
+async def test_restart_while_the_first_kernel_starts_still_ends_with_a_fresh_kernel():
+    async with JupyterExecutor() as executor:
+        first = asyncio.ensure_future(executor.execute(Action(text="x = 1; x")))
+        await asyncio.sleep(0)  # the execute() is starting the kernel now
+
+        await executor.restart()
+
+        assert (await first).observation == "1\n"  # it ran, in the kernel restart() replaced
+        outcome = await executor.execute(Action(text="'x' in dir()"))
+    assert outcome.observation == "False\n"
+
+
+async def test_interrupt_from_another_event_loop_is_refused(saving_kernel):
+    await run(saving_kernel, "1")
+
+    with pytest.raises(RuntimeError, match="event loop that runs the kernel"):
+        await asyncio.to_thread(asyncio.run, saving_kernel.interrupt())
+
+    assert await run(saving_kernel, "3") == (ActionStatus.EXECUTED, "3\n")
