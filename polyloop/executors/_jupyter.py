@@ -359,12 +359,13 @@ class JupyterExecutor(AsyncClosing):
             if msg_type == "status":
                 if content.get("execution_state") == "idle":
                     return
-            elif msg_type == "execute_input":
+                continue
+            if not cell.running:  # execute_input, or an output of a kernel that sends none
                 await self._code_started(cell)
-            elif msg_type in DATA_MESSAGES:
+            if msg_type in DATA_MESSAGES:
                 await self._show_data(cell.outputs, msg_type, content)
             elif msg_type == "clear_output":
-                cell.outputs.clear(wait=content.get("wait") is True)
+                cell.outputs.clear(wait=bool(content.get("wait")))  # nbclient's truthiness
             else:
                 rendered = render_message(msg_type, content)
                 if rendered is not None:
