@@ -11,11 +11,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["ArtifactDirectory", "SavedArtifact", "checked_artifacts_dir", "extension_for"]
+
+_O_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
 
 _EXTENSIONS = {
     "image/png": ".png",
@@ -112,7 +114,10 @@ class ArtifactDirectory:
         if target.exists():
             return SavedArtifact(name, len(content))
         self.path.mkdir(parents=True, exist_ok=True)  # removed since construction: made again
-        fd, temporary = tempfile.mkstemp(dir=self.path, prefix=".partial-", suffix=extension)
+        temporary = self.path / f".partial-{secrets.token_hex(8)}{extension}"
+        # O_EXCL: never through a link planted there; mode 0o666 less the umask, as any file
+        # the user's programs create (mkstemp's 0o600 would hide it from a web server, say)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o666)
         try:
             with os.fdopen(fd, "wb") as file:
                 file.write(content)

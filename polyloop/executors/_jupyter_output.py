@@ -37,7 +37,7 @@ __all__ = [
 # CSI sequences (colours, cursor moves): IPython colours its tracebacks for a terminal.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 # type/subtype with RFC 6838's restricted names: anything else is not taken for a MIME type.
-_MIME_TYPE = re.compile(r"[A-Za-z0-9][\w.+-]{0,126}/[A-Za-z0-9][\w.+-]{0,126}")
+_MIME_TYPE = re.compile(r"[A-Za-z0-9][\w.+-]{0,126}/[A-Za-z0-9][\w.+-]{0,126}", re.ASCII)
 # MIME types whose values the protocol carries base64-encoded.
 _BINARY_TOPS = ("image/", "audio/", "video/")
 _BINARY_TYPES = ("application/pdf", "application/octet-stream")

@@ -174,7 +174,19 @@ def test_a_text_output_that_is_not_a_string_is_named_not_guessed(value):
 
 @pytest.mark.parametrize(
     "mime",
-    ["../../etc/passwd", "image/png/../../x", "", "image", "/png", "text/html\n[fake]", "a b/c", 5],
+    [
+        "../../etc/passwd",
+        "image/png/../../x",
+        "",
+        "image",
+        "/png",
+        "text/html\n[fake]",
+        "a b/c",
+        "image/pñg",
+        "image/\ud800",
+        "x/" + "y" * 200,
+        5,
+    ],
 )
 def test_a_key_that_is_not_a_mime_type_is_never_a_file_type(mime):
     [output] = rich_outputs({mime: "x"})
@@ -426,6 +438,24 @@ def test_a_saved_artifact_is_named_by_its_content_hash_and_written_once(tmp_path
     assert (tmp_path / first.name).read_bytes() == content
     assert os.stat(tmp_path / first.name).st_ino == inode  # not written again
     assert os.listdir(tmp_path) == [first.name]  # no partial file left behind
+
+
+def test_an_artifact_file_gets_the_mode_any_new_file_gets(tmp_path):
+    old = os.umask(0o027)
+    try:
+        saved = ArtifactDirectory(tmp_path).save(b"x", ".txt")
+    finally:
+        os.umask(old)
+    assert (tmp_path / saved.name).stat().st_mode & 0o777 == 0o640
+
+
+def test_a_path_like_that_gives_bytes_is_a_type_error():
+    class BytesPath:
+        def __fspath__(self) -> bytes:
+            return b"/tmp/x"
+
+    with pytest.raises(TypeError, match="artifacts_dir must be a str path"):
+        checked_artifacts_dir(BytesPath())  # type: ignore[arg-type]
 
 
 def test_a_removed_artifacts_dir_is_made_again_and_an_unusable_one_is_an_os_error(tmp_path):
