@@ -383,13 +383,19 @@ class JupyterExecutor(AsyncClosing):
         self, outputs: CellOutputs, msg_type: str, content: Mapping[str, object]
     ) -> None:
         """A result or display: shown in its place, its rich outputs saved (nbclient's rules: a
-        ``display_id`` shown before is updated everywhere; an update adds nothing new)."""
+        ``display_id`` shown before is updated everywhere; an update adds nothing new — except
+        for a display of an earlier action, whose observation can no longer change)."""
         data = content.get("data")
         text = render_data(data, [await self._rich_output_line(o) for o in rich_outputs(data)])
         display_id = display_id_of(content)
+        update = msg_type == "update_display_data"
+        if update and (display_id is None or not outputs.has_shown(display_id)):
+            # an earlier action's display: its observation is history, so the update shows here
+            outputs.add(text, new_line=True, display_id=display_id)
+            return
         if display_id is not None:
             outputs.update(display_id, text)
-        if msg_type != "update_display_data":
+        if not update:
             outputs.add(text, new_line=True, display_id=display_id)
 
     async def _rich_output_line(self, output: RichOutput) -> str:

@@ -179,6 +179,7 @@ class CellOutputs:
         self._outputs: list[_Output] = []
         self._kept = 0
         self._clear_pending = False
+        self._shown_ids: set[str] = set()  # display ids shown in this request, cleared or not
 
     @property
     def dropped(self) -> int:
@@ -191,6 +192,8 @@ class CellOutputs:
         """Append an output; ``new_line``: it starts on a line of its own."""
         if self._clear_pending:
             self._clear_now()
+        if display_id is not None:
+            self._shown_ids.add(display_id)
         at_line_start = self._outputs[-1].at_line_start if self._outputs else True
         last = self._outputs[-1] if self._outputs else None
         if display_id is None and last is not None and last.display_id is None:
@@ -201,6 +204,11 @@ class CellOutputs:
         if new_line and not at_line_start and text:
             text = "\n" + text
         self._store(output, text)
+
+    def has_shown(self, display_id: str) -> bool:
+        """Whether a display under ``display_id`` was added in this request (even if cleared
+        since): an update of any other is of an earlier request's display."""
+        return display_id in self._shown_ids
 
     def update(self, display_id: str, text: str) -> None:
         """Replace the text of every output shown under ``display_id`` (none: nothing happens;

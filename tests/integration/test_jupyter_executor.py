@@ -394,6 +394,24 @@ async def test_an_updated_display_shows_its_last_version_where_it_was_shown(
         assert (artifacts / saved_name(version, ".md")).read_bytes() == version
 
 
+async def test_an_update_of_an_earlier_actions_display_shows_in_this_action(saving_kernel):
+    await run(
+        saving_kernel,
+        "from IPython.display import Markdown, display\n"
+        "earlier = display(Markdown('v1'), display_id=True)",
+    )
+
+    status, observation = await run(
+        saving_kernel, "earlier.update(Markdown('v2'))\nearlier.update(Markdown('v3'))"
+    )
+
+    assert status is ActionStatus.EXECUTED
+    assert observation == (  # once, in its last version: the earlier observation is history
+        "<IPython.core.display.Markdown object>\n"
+        f"[text/markdown output, 2 bytes, saved as {saved_name(b'v3', '.md')}]\n"
+    )
+
+
 @pytest.mark.parametrize("wait", [False, True])
 async def test_clear_output_leaves_only_what_came_after_it(saving_kernel, wait):
     code = (

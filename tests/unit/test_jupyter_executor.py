@@ -365,6 +365,14 @@ def test_clear_output_with_wait_clears_when_the_next_output_comes():
     assert outputs.text() == "new"
 
 
+def test_a_display_shown_in_this_request_is_known_even_after_a_clear():
+    outputs = CellOutputs(None)
+    outputs.add("a\n", new_line=True, display_id="d")
+    outputs.clear(wait=False)
+    assert outputs.has_shown("d")
+    assert not outputs.has_shown("earlier")
+
+
 def test_a_growing_update_gets_only_the_room_left_and_the_rest_is_counted():
     outputs = CellOutputs(6)
     outputs.add("ab\n", new_line=True, display_id="d")
