@@ -1,8 +1,10 @@
 """JupyterExecutor against a real ipykernel: interrupts keep state, death is an env_error, the
-kernel's process group dies with aclose(), and outputs arrive in order, summarised and capped.
+kernel's process group dies with aclose(), outputs arrive in order, summarised and capped, rich
+outputs are saved as content-addressed files, and interrupt() and restart() do what they say.
 
-One kernel is shared by the tests that leave it usable (a start costs about a second); every
-test sets up the state it reads in the same test.
+Two kernels are shared by the tests that leave them usable (a start costs about a second): one
+with a 2 s timeout, one that saves rich outputs and waits 60 s (so an action that ends early was
+ended by interrupt() or restart()). Every test sets up the state it reads in the same test.
 """
 
 from __future__ import annotations

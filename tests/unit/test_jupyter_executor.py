@@ -1,5 +1,6 @@
-"""JupyterExecutor without a kernel: refused configurations, the missing extra, and how kernel
-messages become the observation (pure functions of message content)."""
+"""JupyterExecutor without a kernel: refused configurations, the missing extra, how kernel
+messages become the observation (pure functions of message content, and the cell's output list
+with nbclient's update and clear rules), and the content-addressed artifacts directory."""
 
 from __future__ import annotations
 
