@@ -232,12 +232,16 @@ async def test_an_empty_action_is_executed_with_an_empty_observation(kernel):
     assert await run(kernel, "") == (ActionStatus.EXECUTED, "")
 
 
-async def test_a_kernel_that_cannot_start_is_an_env_error_each_time(tmp_path, monkeypatch):
+def install_a_kernel_that_exits_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = tmp_path / "kernels" / "exits-at-once"
     spec.mkdir(parents=True)
     argv = [sys.executable, "-c", "import sys; sys.exit(3)", "{connection_file}"]
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "language": "python"}))
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+
+
+async def test_a_kernel_that_cannot_start_is_an_env_error_each_time(tmp_path, monkeypatch):
+    install_a_kernel_that_exits_at_once(tmp_path, monkeypatch)
 
     async with JupyterExecutor("exits-at-once", start_timeout_s=30) as executor:
         outcomes = [await executor.execute(Action(text="1")) for _ in range(2)]
@@ -245,6 +249,22 @@ async def test_a_kernel_that_cannot_start_is_an_env_error_each_time(tmp_path, mo
     for outcome in outcomes:
         assert outcome.status is ActionStatus.ENV_ERROR
         assert outcome.observation.startswith("The Jupyter kernel 'exits-at-once' could not start")
+    assert executor.pid is None
+
+
+async def test_a_restart_whose_kernel_cannot_start_is_a_clear_error(tmp_path, monkeypatch):
+    install_a_kernel_that_exits_at_once(tmp_path, monkeypatch)
+    async with JupyterExecutor("exits-at-once", start_timeout_s=30) as executor:
+        first = await executor.execute(Action(text="1"))  # opens the session; no kernel starts
+
+        with pytest.raises(
+            RuntimeError, match=r"^JupyterExecutor.restart\(\): The Jupyter kernel 'exits-at-once' "
+        ):
+            await executor.restart()
+
+        assert first.status is ActionStatus.ENV_ERROR
+        assert await executor.interrupt() is False  # nothing runs: nothing to interrupt
+        assert (await executor.execute(Action(text="1"))).status is ActionStatus.ENV_ERROR
     assert executor.pid is None
 
 
