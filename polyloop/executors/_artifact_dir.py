@@ -88,6 +88,13 @@ def checked_artifacts_dir(value: str | os.PathLike[str] | None) -> Path | None:
     return path
 
 
+def _create(path: Path) -> int:
+    """A new file's descriptor. ``O_EXCL``: never through a link planted there; mode 0o666 less
+    the umask, as any file the user's programs create (mkstemp's 0o600 would hide it from a
+    web server showing the plots, say)."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o666)
+
+
 @dataclass(frozen=True)
 class SavedArtifact:
     """A file in the artifacts directory: its name (no directory part) and its size in bytes."""
@@ -113,11 +120,12 @@ class ArtifactDirectory:
         target = self.path / name
         if target.exists():
             return SavedArtifact(name, len(content))
-        self.path.mkdir(parents=True, exist_ok=True)  # removed since construction: made again
         temporary = self.path / f".partial-{secrets.token_hex(8)}{extension}"
-        # O_EXCL: never through a link planted there; mode 0o666 less the umask, as any file
-        # the user's programs create (mkstemp's 0o600 would hide it from a web server, say)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o666)
+        try:
+            fd = _create(temporary)
+        except FileNotFoundError:  # the directory was removed since construction: made again
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = _create(temporary)
         try:
             with os.fdopen(fd, "wb") as file:
                 file.write(content)

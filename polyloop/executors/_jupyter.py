@@ -178,6 +178,22 @@ _RESTARTED = (
 _NO_DIRECTORY = "no artifacts directory"
 
 
+def _save_all(artifacts: ArtifactDirectory, outputs: list[RichOutput]) -> list[str]:
+    """Save each output that has content; the observation's line for each."""
+    lines = []
+    for output in outputs:
+        if output.content is None:
+            lines.append(rich_output_line(output))
+            continue
+        try:
+            saved = artifacts.save(output.content, output.extension)
+        except OSError as exc:  # disk full, directory not writable: the code still ran
+            lines.append(rich_output_line(output, not_saved=exc.strerror or str(exc)))
+        else:
+            lines.append(rich_output_line(output, saved=saved))
+    return lines
+
+
 class _Cell:
     """One execute request in flight: its outputs, and what was asked of it from outside."""
 
@@ -386,7 +402,7 @@ class JupyterExecutor(AsyncClosing):
         ``display_id`` shown before is updated everywhere; an update adds nothing new — except
         for a display of an earlier action, whose observation can no longer change)."""
         data = content.get("data")
-        text = render_data(data, [await self._rich_output_line(o) for o in rich_outputs(data)])
+        text = render_data(data, await self._rich_output_lines(rich_outputs(data)))
         display_id = display_id_of(content)
         update = msg_type == "update_display_data"
         if update and (display_id is None or not outputs.has_shown(display_id)):
@@ -398,16 +414,14 @@ class JupyterExecutor(AsyncClosing):
         if not update:
             outputs.add(text, new_line=True, display_id=display_id)
 
-    async def _rich_output_line(self, output: RichOutput) -> str:
-        if output.content is None:
-            return rich_output_line(output)
-        if self._artifacts is None:
-            return rich_output_line(output, not_saved=_NO_DIRECTORY)
-        try:  # off the event loop: an image can be megabytes
-            saved = await asyncio.to_thread(self._artifacts.save, output.content, output.extension)
-        except OSError as exc:  # disk full, directory not writable: the code still ran
-            return rich_output_line(output, not_saved=exc.strerror or str(exc))
-        return rich_output_line(output, saved=saved)
+    async def _rich_output_lines(self, outputs: list[RichOutput]) -> list[str]:
+        artifacts = self._artifacts
+        if artifacts is None:
+            return [rich_output_line(o, not_saved=_NO_DIRECTORY) for o in outputs]
+        if not any(o.content is not None for o in outputs):
+            return [rich_output_line(o) for o in outputs]
+        # one trip off the event loop for the whole bundle: an image can be megabytes
+        return await asyncio.to_thread(_save_all, artifacts, outputs)
 
     # ------------------------------------------------------------------ interrupt and restart
 
