@@ -475,7 +475,7 @@ def test_a_removed_artifacts_dir_is_made_again_and_an_unusable_one_is_an_os_erro
     (tmp_path / "gone" / saved.name).unlink()
     (tmp_path / "gone").rmdir()
     (tmp_path / "gone").write_text("a file now")
-    with pytest.raises(FileExistsError):  # an OSError: the executor says "not saved: <why>"
+    with pytest.raises(NotADirectoryError):  # an OSError: the executor says "not saved: <why>"
         directory.save(b"y", ".txt")
 
 
