@@ -488,6 +488,23 @@ async def test_malformed_rich_outputs_are_named_and_nothing_escapes_the_director
     assert await run(saving_kernel, "1 + 1") == (ActionStatus.EXECUTED, "2\n")
 
 
+async def test_an_artifact_that_cannot_be_written_is_said_not_saved_and_the_code_ran(tmp_path):
+    directory = tmp_path / "artifacts"
+    async with JupyterExecutor(artifacts_dir=directory) as executor:
+        directory.rmdir()
+        directory.write_text("a file where the directory was")
+
+        outcome = await executor.execute(
+            Action(text="from IPython.display import HTML\nprint('ran')\nHTML('<b>x</b>')")
+        )
+
+    assert outcome.status is ActionStatus.EXECUTED
+    assert outcome.observation == (
+        "ran\n<IPython.core.display.HTML object>\n"
+        "[text/html output, 8 bytes, not saved: Not a directory]\n"
+    )
+
+
 async def test_the_observation_cap_applies_to_rich_outputs_too(tmp_path):
     code = (
         "from IPython.display import HTML, display\n"
