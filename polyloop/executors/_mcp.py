@@ -463,7 +463,7 @@ class MCPExecutor(AsyncClosing):
             raise ValueError("combine() needs a non-empty mapping of prefix to MCPExecutor")
         members = []
         for prefix, executor in servers.items():
-            if not isinstance(executor, MCPExecutor) or len(executor._members) != 1:
+            if not isinstance(executor, MCPExecutor) or executor._members[0].prefix is not None:
                 raise ValueError(
                     f"combine(): {prefix!r} must map to a single-server MCPExecutor, "
                     f"got {type(executor).__name__}"

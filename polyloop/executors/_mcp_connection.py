@@ -137,6 +137,7 @@ class Connection:
                     message_handler=self._on_message,
                 )
                 client = await stack.enter_async_context(connecting)
+                changes = await self._subscribe(client, stack)  # before listing: miss nothing
                 tools = await _list_tools(client)
                 self._opening.deadline = math.inf  # the open timeout covers the handshake only
                 self._opening = None
@@ -145,7 +146,8 @@ class Connection:
                     return
                 self._ready.set_result(tools)
                 async with anyio.create_task_group() as watching:
-                    watching.start_soon(self._watch_tool_list, client)
+                    if changes is not None:
+                        watching.start_soon(self._watch_tool_list, changes)
                     await self._stop.wait()
                     watching.cancel_scope.cancel()
         except Exception as exc:  # the transport failed: open() raises it, or calls report it
@@ -193,17 +195,25 @@ class Connection:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self.tool_list_changes += 1
 
-    async def _watch_tool_list(self, client: Any) -> None:
+    async def _subscribe(self, client: Any, stack: contextlib.AsyncExitStack) -> Any:
+        """A ``subscriptions/listen`` stream of tool list changes, or ``None`` (an earlier
+        protocol, where ``_on_message`` hears them; a server that offers no stream)."""
         from mcp.client.subscriptions import ListenNotSupportedError
 
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _ in subscription:
-                    self.tool_list_changes += 1
-        except ListenNotSupportedError:  # an earlier protocol: _on_message hears the change
-            return
+            return await stack.enter_async_context(client.listen(tools_list_changed=True))
+        except ListenNotSupportedError:
+            return None
         except Exception as exc:  # a server without the stream still serves its tools
             _LOGGER.debug("MCP tool list changes are not watched: %s", exception_text(exc))
+            return None
+
+    async def _watch_tool_list(self, changes: Any) -> None:
+        try:
+            async for _ in changes:
+                self.tool_list_changes += 1
+        except Exception as exc:  # the stream dropped: calls will say if the session did too
+            _LOGGER.debug("MCP tool list changes are no longer watched: %s", exception_text(exc))
 
     def _fail_open(self, exc: BaseException) -> None:
         if not self._ready.done() and self._ready.set_running_or_notify_cancel():

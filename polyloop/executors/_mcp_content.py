@@ -23,6 +23,8 @@ __all__ = ["Rendered", "render"]
 
 _MIME_SHOWN = 100  # a server's MIME type is untrusted text: cut here
 _URI_SHOWN = 300
+# MIME types MCP servers send that the mimetypes tables lack (the SDK's Audio says audio/wav)
+_EXTENSIONS = {"audio/wav": ".wav", "audio/mp3": ".mp3", "image/jpg": ".jpg"}
 
 
 @dataclass(slots=True)
@@ -128,11 +130,13 @@ def _binary(
 def _save(raw: bytes, mime: object, directory: Path) -> Path:
     """Write ``raw`` as ``<sha256><extension>`` in ``directory`` (once: the name is the content).
 
-    The extension comes from the MIME type through :mod:`mimetypes` (``.bin`` when it names
-    none), so nothing the server says reaches the file name. The file appears whole or not at
-    all: it is written beside and renamed.
+    The extension comes from the MIME type through :mod:`mimetypes` and a few names it lacks
+    (``.bin`` when none fits), so nothing the server says reaches the file name. The file
+    appears whole or not at all: it is written beside and renamed.
     """
-    extension = mimetypes.guess_extension(mime) if isinstance(mime, str) else None
+    extension = None
+    if isinstance(mime, str):
+        extension = _EXTENSIONS.get(mime.lower()) or mimetypes.guess_extension(mime)
     path = directory / (hashlib.sha256(raw).hexdigest() + (extension or ".bin"))
     if path.exists():
         return path
