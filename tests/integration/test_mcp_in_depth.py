@@ -460,19 +460,19 @@ def http(**options: Any) -> MCPExecutor:
         (lambda: http(headers={"Bad Name": "v"}), "not an HTTP header"),
         (lambda: http(headers={"": "v"}), "not an HTTP header"),
         (lambda: http(headers={"X": "a\r\nInjected: 1"}), "on one line"),
-        (lambda: http(headers={"X": None}), "on one line"),  # type: ignore[dict-item]
-        (lambda: http(headers=[("X", "v")]), "headers must map"),  # type: ignore[arg-type]
+        (lambda: http(headers={"X": None}), "on one line"),
+        (lambda: http(headers=[("X", "v")]), "headers must map"),
         (lambda: http(auth="Bearer t"), "auth must be an httpx2.Auth"),
         (lambda: MCPExecutor.stdio("python", headers={"X": "v"}), "apply to a server"),  # type: ignore[call-arg]
         (lambda: MCPExecutor(in_process("t"), auth=Bearer("t")), "apply to a server reached by"),
         (lambda: http(call_timeouts_s={"nap": 0}), r"call_timeouts_s\['nap'\]"),
-        (lambda: http(call_timeouts_s={"nap": None}), "got None"),  # type: ignore[dict-item]
+        (lambda: http(call_timeouts_s={"nap": None}), "got None"),
         (lambda: http(call_timeouts_s={"": 1}), "non-empty str"),
-        (lambda: http(call_timeouts_s=5), "must map tool names"),  # type: ignore[arg-type]
+        (lambda: http(call_timeouts_s=5), "must map tool names"),
         (lambda: http(artifacts_dir=""), "artifacts_dir must be"),
         (lambda: http(artifacts_dir="\udc00"), "cannot be encoded"),
         (lambda: http(artifacts_dir=__file__), "is not a directory"),
-        (lambda: http(on_progress="print"), "on_progress must be"),  # type: ignore[arg-type]
+        (lambda: http(on_progress="print"), "on_progress must be"),
         (lambda: MCPExecutor.combine({}), "non-empty mapping"),
         (lambda: MCPExecutor.combine({"../x": http()}), "prefix must be"),
         (lambda: MCPExecutor.combine({"": http()}), "prefix must be"),
