@@ -186,7 +186,8 @@ async def grow(name: Annotated[str, Field(pattern=r"^[a-z_]{1,20}$")], ctx: Cont
         return text
 
     server.add_tool(echo, name=name, description=f"Echo, added by grow({name!r}).")
-    await ctx.notify_tools_changed()
+    await ctx.notify_tools_changed()  # 2026-era sessions: their subscriptions/listen streams
+    await ctx.session.send_tool_list_changed()  # earlier sessions (dropped on 2026-era ones)
     return f"added {name}"
 
 

@@ -403,6 +403,23 @@ async def test_a_changed_tool_list_is_fetched_again_between_steps_and_recorded(
 
 
 @pytest.mark.asyncio
+async def test_a_handshake_era_session_hears_the_change_as_a_notification(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import functools
+
+    import mcp
+
+    legacy = functools.partial(mcp.Client, mode="legacy")  # the initialize handshake, 2025 era
+    monkeypatch.setattr(mcp, "Client", legacy)
+    async with opened("stdio") as executor:
+        await call(executor, "grow", name="wave")
+        changed = await until_the_tools_change(executor)
+
+    assert changed.detail == {"tools_changed": {"added": ["wave"], "removed": [], "changed": []}}
+
+
+@pytest.mark.asyncio
 async def test_a_tool_list_change_is_kept_in_the_run_log() -> None:
     store = MemoryStore()
     script = [tool_call("grow", name="wave")] + [tool_call("lookup", key="e")] * 30
