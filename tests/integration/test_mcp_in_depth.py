@@ -344,6 +344,27 @@ async def test_several_servers_behind_one_executor_each_with_its_prefix() -> Non
     assert str(executor).startswith("local=")
 
 
+@pytest.mark.asyncio
+async def test_one_server_that_cannot_open_fails_the_open_and_closes_the_others() -> None:
+    def sessions() -> int:
+        return sum(thread.name == "polyloop-mcp" for thread in threading.enumerate())
+
+    command, *args = mcp_stdio_command()
+    before = sessions()
+    combined = MCPExecutor.combine(
+        {"good": MCPExecutor.stdio(command, args), "gone": MCPExecutor.stdio("/nonexistent/x")}
+    )
+
+    with pytest.raises(ConnectionError, match="could not open MCP server /nonexistent/x"):
+        await combined.open()
+
+    for _ in range(400):  # aclose() waited for each thread; it may not have quite exited yet
+        if sessions() == before:
+            break
+        await asyncio.sleep(0.05)
+    assert sessions() == before
+
+
 def in_process(*names: str) -> Any:
     from mcp.server.mcpserver import MCPServer
 
