@@ -40,7 +40,7 @@ from polyloop.types import Action, ActionOutcome, ActionStatus
 if TYPE_CHECKING:
     import mcp_types
 
-__all__ = ["MCPExecutor", "OnProgress"]
+__all__ = ["MCPExecutor"]
 
 _INSTALL_HINT = "MCPExecutor needs the MCP SDK: pip install 'polyloop[mcp]'"
 _LOGGER = logging.getLogger("polyloop.executors.mcp")
@@ -167,7 +167,10 @@ class _Listing:
 
 
 def _listing(
-    members: Sequence[_Member], *, refuse_collisions: bool, warned: Mapping[str, str] = {}
+    members: Sequence[_Member],
+    *,
+    refuse_collisions: bool,
+    warned: Mapping[str, str] | None = None,
 ) -> _Listing:
     """Every server's tools under their shown names; a tool that cannot be offered is skipped
     with a warning (once: not again when ``warned`` has it for the same reason).
@@ -200,7 +203,7 @@ def _listing(
                 except ValueError as exc:
                     why = f"its input schema cannot be used: {exc}"
             if why is not None:
-                if warned.get(shown) != why:
+                if (warned or {}).get(shown) != why:
                     _LOGGER.warning(
                         "MCP server %s: tool %s is skipped: %s", member, _shown(shown), why
                     )
