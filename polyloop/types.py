@@ -68,7 +68,9 @@ __all__ = [
     "record_from_json",
 ]
 
-SCHEMA_VERSION = "1.0"
+# 1.1: RunStarted gained the optional batch, task_id, labels and trace_parent (1.0 logs read
+# with their defaults; a reader ignores fields a later minor added).
+SCHEMA_VERSION = "1.1"
 
 
 def nested_deeper_than(value: object, limit: int) -> bool:
@@ -397,6 +399,14 @@ class RunStarted(_JsonRecord):
     parameters: dict[str, Any]
     parameters_hash: str
     started_at: str
+    # Where the run came from, set by the batch runner (polyloop.run_many); None for a run()
+    # started by hand. Not part of the parameters: the same agent runs every task of a batch.
+    batch: str | None = None
+    task_id: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    # The W3C traceparent of the run's span when it was started under tracing: a resume, in
+    # another process or on another machine, links its spans to it.
+    trace_parent: str | None = None
     schema_version: str = SCHEMA_VERSION
 
 
@@ -589,8 +599,16 @@ def _read_run_started(d: Fields, version: str) -> RunStarted:
         parameters=d.get("parameters", is_dict, "an object"),
         parameters_hash=d.get("parameters_hash", is_str, "a str"),
         started_at=d.get("started_at", is_str, "a str"),
+        batch=d.get("batch", is_opt_str, "a str or null", default=None),
+        task_id=d.get("task_id", is_opt_str, "a str or null", default=None),
+        labels=d.get("labels", _is_labels, "an object of strings", default={}),
+        trace_parent=d.get("trace_parent", is_opt_str, "a str or null", default=None),
         schema_version=version,
     )
+
+
+def _is_labels(value: object) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
 
 
 def _read_model_call_intent(d: Fields, version: str) -> ModelCallIntent:

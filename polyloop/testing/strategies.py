@@ -452,20 +452,30 @@ def _stamps() -> st.SearchStrategy[str]:
 
 def run_started_records(run_id: str | None = None) -> st.SearchStrategy[RunStarted]:
     """``RunStarted`` with a JSON parameter snapshot and its real hash (``run_id`` if given);
-    every text field (goal, parameters, sometimes ``started_at``) as :func:`record_texts` draws
-    it."""
+    every text field (goal, parameters, sometimes ``started_at``, the batch fields and the
+    trace parent, each sometimes ``None``) as :func:`record_texts` draws it."""
     return st.builds(
-        lambda rid, goal, parameters, started_at: RunStarted(
+        lambda rid, goal, parameters, started_at, origin: RunStarted(
             run_id=rid,
             goal=goal,
             parameters=parameters,
             parameters_hash=parameters_hash(parameters),
             started_at=started_at,
+            **origin,
         ),
         st.just(run_id) if run_id is not None else run_ids(),
         record_texts(),
         _json_objects(record_texts),
         _stamps(),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "batch": _optional(record_texts),
+                "task_id": _optional(record_texts),
+                "labels": st.dictionaries(record_texts(), record_texts(), max_size=3),
+                "trace_parent": _optional(record_texts),
+            },
+        ),
     )
 
 

@@ -568,7 +568,7 @@ async def test_a_body_of_an_unknown_record_major_is_a_schema_version_error(
     run_id = new_run_id()
     await append_all(store, run_id, [run_started(run_id)])
     admin.execute(
-        'UPDATE polyloop_records SET body = replace(body, \'"schema_version":"1.0"\', '
+        'UPDATE polyloop_records SET body = replace(body, \'"schema_version":"1.1"\', '
         '\'"schema_version":"9.0"\') WHERE run_id = %s',
         (run_id,),
     )

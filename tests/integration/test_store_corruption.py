@@ -111,7 +111,7 @@ async def test_an_unknown_record_major_stays_a_schema_version_error_in_every_dur
     damage(
         store_url,
         "UPDATE polyloop_records SET body = "
-        'replace(body, \'"schema_version":"1.0"\', \'"schema_version":"9.0"\')',
+        'replace(body, \'"schema_version":"1.1"\', \'"schema_version":"9.0"\')',
     )
 
     message = await read_error(store_url, SchemaVersionError)

@@ -491,7 +491,7 @@ async def test_an_unreadable_record_body_names_file_run_and_sequence(db: Path) -
 
 async def test_a_record_body_of_an_unknown_major_is_schema_version_error(db: Path) -> None:
     await write_and_close(db, "r", [started("r"), intent(0)])
-    body = intent(0).to_json().replace('"1.0"', '"7.0"')
+    body = intent(0).to_json().replace('"1.1"', '"7.0"')
     execute_raw(db, f"UPDATE polyloop_records SET body = '{body}' WHERE sequence = 1")
 
     with pytest.raises(SchemaVersionError, match=r"run 'r', sequence 1: .*'7\.0'"):

@@ -291,7 +291,7 @@ def test_a_record_serialises_as_canonical_json_with_kind_and_schema_version_firs
 
     assert (
         text
-        == '{"kind":"model_call_intent","prompt_chars":41,"schema_version":"1.0","step_index":3}'
+        == '{"kind":"model_call_intent","prompt_chars":41,"schema_version":"1.1","step_index":3}'
     )
 
 
@@ -306,12 +306,12 @@ def test_canonical_json_is_sorted_compact_unicode_and_refuses_nan():
 
 def test_an_unknown_record_kind_raises_schema_version_error_naming_it():
     with pytest.raises(SchemaVersionError, match="model_exploded"):
-        record_from_json('{"kind":"model_exploded","schema_version":"1.0"}')
+        record_from_json('{"kind":"model_exploded","schema_version":"1.1"}')
 
 
 @pytest.mark.parametrize("version", ["2.0", "0.9", "10.1"])
 def test_an_unknown_major_version_raises_schema_version_error_naming_it(version):
-    text = ModelCallIntent(step_index=1, prompt_chars=2).to_json().replace('"1.0"', f'"{version}"')
+    text = ModelCallIntent(step_index=1, prompt_chars=2).to_json().replace('"1.1"', f'"{version}"')
 
     with pytest.raises(SchemaVersionError, match=version.replace(".", r"\.")):
         record_from_json(text)
@@ -337,22 +337,22 @@ def test_a_later_minor_version_with_an_extra_field_is_read():
 @pytest.mark.parametrize(
     ("text", "named"),
     [
-        ('{"kind":"model_call_intent","schema_version":"1.0","prompt_chars":1}', "step_index"),
-        ('{"kind":"model_call_intent","schema_version":"1.0","step_index":"1","prompt_chars":1}',
+        ('{"kind":"model_call_intent","schema_version":"1.1","prompt_chars":1}', "step_index"),
+        ('{"kind":"model_call_intent","schema_version":"1.1","step_index":"1","prompt_chars":1}',
          "step_index"),
-        ('{"kind":"model_call_intent","schema_version":"1.0","step_index":true,"prompt_chars":1}',
+        ('{"kind":"model_call_intent","schema_version":"1.1","step_index":true,"prompt_chars":1}',
          "step_index"),
-        ('{"kind":"model_replied","schema_version":"1.0","step_index":1,"reply":{"text":1}}',
+        ('{"kind":"model_replied","schema_version":"1.1","step_index":1,"reply":{"text":1}}',
          "text"),
-        ('{"kind":"model_replied","schema_version":"1.0","step_index":1,'
+        ('{"kind":"model_replied","schema_version":"1.1","step_index":1,'
          '"reply":{"text":"x","call_id":""}}', "call_id"),
-        ('{"kind":"run_finished","schema_version":"1.0","stop_reason":"exploded",'
+        ('{"kind":"run_finished","schema_version":"1.1","stop_reason":"exploded",'
          '"final_answer":null,"executed_actions":0,"finished_at":"t"}', "stop_reason"),
         ("[1, 2]", "object"),
         ("not json", "JSON"),
-        ('{"kind":[],"schema_version":"1.0"}', "kind"),
-        ('{"kind":{"a":1},"schema_version":"1.0"}', "kind"),
-        ('{"schema_version":"1.0","step_index":1,"prompt_chars":1}', "kind"),
+        ('{"kind":[],"schema_version":"1.1"}', "kind"),
+        ('{"kind":{"a":1},"schema_version":"1.1"}', "kind"),
+        ('{"schema_version":"1.1","step_index":1,"prompt_chars":1}', "kind"),
     ],
 )  # fmt: skip
 def test_malformed_json_raises_value_error_naming_the_problem(text, named):
