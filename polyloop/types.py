@@ -68,8 +68,9 @@ __all__ = [
     "record_from_json",
 ]
 
-# 1.1: RunStarted gained the optional batch, task_id, labels and trace_parent (1.0 logs read
-# with their defaults; a reader ignores fields a later minor added).
+# 1.1: RunStarted gained the optional batch, task_id, labels and trace_parent, StepCompleted
+# the optional executor_detail (1.0 logs read with their defaults; a reader ignores fields a
+# later minor added).
 SCHEMA_VERSION = "1.1"
 
 
