@@ -684,6 +684,33 @@ def test_a_remote_ref_in_a_published_schema_is_never_fetched() -> None:
     assert "https://example.invalid/s.json" in listing.skipped["remote"]
 
 
+def test_a_name_collision_found_when_tools_are_listed_again_skips_the_newcomer() -> None:
+    from polyloop.executors._mcp import _listing, _Member
+    from polyloop.executors._mcp_connection import Endpoint
+
+    first = _Member("a", Endpoint("http://127.0.0.1:1/mcp", None, None))
+    second = _Member("a_b", Endpoint("http://127.0.0.1:2/mcp", None, None))
+    first.listed = [published("b_c", {})]
+    second.listed = [published("c", {}), published("d", {})]
+
+    listing = _listing([first, second], refuse_collisions=False)
+
+    assert [tool.name for tool in listing.registry] == ["a_b_c", "a_b_d"]
+    assert listing.routes["a_b_c"][0] is first
+    assert "'b_c' of server 'a'" in listing.skipped["a_b_c"]
+    assert "'c' of server 'a_b'" in listing.skipped["a_b_c"]
+
+
+def test_a_changed_description_is_a_changed_tool() -> None:
+    from polyloop import Tool, ToolRegistry
+    from polyloop.executors._mcp import _changes
+
+    before = ToolRegistry([Tool(name="t", description="old"), Tool(name="gone", description="")])
+    after = ToolRegistry([Tool(name="t", description="new"), Tool(name="new", description="")])
+
+    assert _changes(before, after) == {"added": ["new"], "removed": ["gone"], "changed": ["t"]}
+
+
 def test_a_tool_a_server_lists_twice_is_offered_once() -> None:
     listing = listing_of(published("twice", {"type": "object"}), published("twice", {}))
 
