@@ -250,7 +250,9 @@ class _Driver:
         step = self._step(reply, prompt_chars, action=action, outcome=outcome, synthetic=replaced)
         # The executor's own text is kept for audit only when the library replaced it.
         return await self.record(
-            step, executor_observation=outcome.observation if replaced is not None else None
+            step,
+            executor_observation=outcome.observation if replaced is not None else None,
+            executor_detail=None if outcome.detail is None else dict(outcome.detail),
         )
 
     def _step(
@@ -294,11 +296,15 @@ class _Driver:
         step: StepRecord,
         *,
         executor_observation: str | None = None,
+        executor_detail: dict[str, Any] | None = None,
         model_error: str | None = None,
     ) -> StopReason | None:
         """Hold the step for the next commit, then let the stopping order settle it."""
         completed = StepCompleted(
-            step=step, executor_observation=executor_observation, model_error=model_error
+            step=step,
+            executor_observation=executor_observation,
+            executor_detail=executor_detail,
+            model_error=model_error,
         )
         self.defer(completed)  # rides with the next model intent or the finish
         return self.absorb(completed)

@@ -26,7 +26,7 @@ from polyloop.cli._report import add_report_commands
 from polyloop.errors import PolyloopError
 from polyloop.ports import RunStore
 from polyloop.stores import open_store, sqlite_path
-from polyloop.types import RunLog, StepRecord
+from polyloop.types import RunLog, StepRecord, canonical_json
 
 __all__ = ["main"]
 
@@ -287,6 +287,8 @@ def _print_trajectory(run_id: str, log: RunLog, out: TextIO) -> None:
         if step.observation:
             line += f"  -> {_excerpt(step.observation, _EXCERPT)}"
         print(line.rstrip(), file=out)
+        for detail in _detail_lines(completed.executor_detail):
+            print(detail, file=out)
     finished = log.finished
     if finished is None:
         last = log.records[-1].kind if log.records else "nothing"
@@ -314,6 +316,22 @@ def _step_summary(step: StepRecord, model_error: str | None) -> tuple[str, str]:
         return "final_answer", _excerpt(step.raw_output, _EXCERPT)
     status = step.action_status.value if step.action_status is not None else "?"
     return status, _excerpt(step.action, _EXCERPT)
+
+
+_DETAIL = 240  # one line of an executor's structured audit data
+
+
+def _detail_lines(detail: dict[str, Any] | None) -> list[str]:
+    """The executor's structured audit data (why a call was refused, what happened on the way),
+    one indented line per top-level key, its value as canonical JSON."""
+    if not detail:
+        return []
+    lines = []
+    for key in sorted(detail):
+        value = detail[key]
+        text = value if isinstance(value, str) else canonical_json(value)
+        lines.append(f"{'':6}{_excerpt(key, _EXCERPT)}: {_excerpt(text, _DETAIL)}")
+    return lines
 
 
 def _excerpt(text: str, limit: int) -> str:

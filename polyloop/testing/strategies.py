@@ -501,6 +501,7 @@ def step_completed_records() -> st.SearchStrategy[StepCompleted]:
         step=step_records(),
         executor_observation=_optional(record_texts),
         model_error=_optional(record_texts),
+        executor_detail=st.one_of(st.none(), _json_objects(record_texts)),
     )
 
 
