@@ -125,7 +125,7 @@ def _token_count(usage: Mapping[str, int | float], keys: tuple[str, ...]) -> int
     return None
 
 
-def _usage_attributes(usage: Mapping[str, int | float]) -> dict[str, AttributeValue]:
+def usage_attributes(usage: Mapping[str, int | float]) -> dict[str, AttributeValue]:
     counts = {
         "gen_ai.usage.input_tokens": _token_count(usage, _INPUT_TOKEN_KEYS),
         "gen_ai.usage.output_tokens": _token_count(usage, _OUTPUT_TOKEN_KEYS),
@@ -133,7 +133,7 @@ def _usage_attributes(usage: Mapping[str, int | float]) -> dict[str, AttributeVa
     return {k: v for k, v in counts.items() if v is not None}
 
 
-def _budget_attributes(parameters: object) -> dict[str, AttributeValue]:
+def budget_attributes(parameters: object) -> dict[str, AttributeValue]:
     budget = parameters.get("budget") if isinstance(parameters, dict) else None
     if not isinstance(budget, dict):
         return {}
@@ -241,7 +241,7 @@ class OpenTelemetrySink:
         attributes: dict[str, AttributeValue] = {
             "polyloop.goal": record.goal,
             "polyloop.parameters_hash": record.parameters_hash,
-            **_budget_attributes(record.parameters),
+            **budget_attributes(record.parameters),
         }
         self._open_run(run_id, attributes, _ns(record.started_at))
 
@@ -307,7 +307,7 @@ class OpenTelemetrySink:
         reply = record.reply
         if reply.call_id is not None:
             chat.set_attribute("gen_ai.response.id", reply.call_id)
-        chat.set_attributes(_usage_attributes(reply.usage))
+        chat.set_attributes(usage_attributes(reply.usage))
         chat.set_attribute("polyloop.response_chars", len(reply.text))
         chat.set_attribute("polyloop.reasoning_chars", len(reply.reasoning))
         chat.end()
