@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Final, Literal
+from typing import Final, Literal, Self
 
 from polyloop._otel import budget_attributes, usage_attributes
 from polyloop._version import __version__
@@ -32,7 +32,6 @@ from polyloop.types import (
     InvalidDecision,
     Message,
     ModelReply,
-    ParsedReply,
     RunResult,
     RunStarted,
     StopReason,
@@ -388,7 +387,7 @@ class _RunScope:
     def child(
         self, parent: Span, name: str, attributes: dict[str, AttributeValue], kind: SpanKind
     ) -> Span:
-        with self.shield(f"starting a {name.split(' ', 1)[0]} span"):
+        with self.shield(f"starting {_a(name)} span"):
             return self.owner._tracer.start_span(
                 name,
                 context=trace.set_span_in_context(parent),
@@ -438,6 +437,12 @@ class _RunScope:
         )
 
 
+def _a(name: str) -> str:
+    """``"a chat"``, ``"an execute_tool"``: a span's kind (its name's first word) in a message."""
+    kind = name.split(" ", 1)[0]
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
+
+
 def _fail(span: Span, exc: BaseException) -> None:
     span.set_attribute("error.type", _error_type(exc))
     span.set_status(Status(StatusCode.ERROR, _clean(f"{_error_type(exc)}: {exc}")))
@@ -483,9 +488,12 @@ class _SeamCall:
         self.scope = scope
         self.token: object = None
 
-    def __enter__(self) -> _SeamCall:
+    def __enter__(self) -> Self:
         self.token = self.scope.attach(self.span)
         return self
+
+    def returned(self, value: object) -> None:
+        """What the seam returned (each kind of call notes what it needs)."""
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -504,7 +512,7 @@ class _SeamCall:
         self.span.record_exception(exc)
 
     def ended(self, exc: BaseException | None) -> None:
-        with self.scope.shield(f"ending a {self.span_kind} span"):
+        with self.scope.shield(f"ending {_a(self.span_kind)} span"):
             self.span.end()
 
     span_kind = "seam"
@@ -608,7 +616,7 @@ class _ParseCall(_SeamCall):
         super().__init__(scope)
         self.span = scope.step(step_index)
 
-    def returned(self, value: ParsedReply) -> None:
+    def returned(self, value: object) -> None:
         decision = {Action: "action", FinalAnswer: "final_answer", InvalidDecision: "invalid"}
         with self.scope.shield("annotating a step span"):
             self.span.set_attribute("polyloop.decision", decision.get(type(value), "unknown"))
