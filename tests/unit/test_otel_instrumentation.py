@@ -477,7 +477,7 @@ def described_run(*replies: ModelReply | BaseException) -> dict[str, Any]:
         {
             "r0": Action(text="search cats", tool_name="search", tool_args={"q": "cats"}),
             "r1": Action(text="lookup dogs", tool_name="lookup"),
-            "r2": FinalAnswer(text="42"),
+            "r2": FinalAnswer(text="forty-two"),
         }
     )
     refused = ActionOutcome(status=ActionStatus.NOT_EXECUTED, observation="lookup is disabled")
@@ -696,7 +696,16 @@ async def test_a_cancelled_run_ends_its_spans_and_counts_as_cancelled():
 # --------------------------------------------------------------------------- content
 
 
-SECRETS = (GOAL, SYSTEM_PROMPT, "r0", "r1", "search cats", "cats", "lookup is disabled", "42")
+SECRETS = (
+    GOAL,
+    SYSTEM_PROMPT,
+    "r0",
+    "r1",
+    "search cats",
+    "cats",
+    "lookup is disabled",
+    "forty-two",
+)
 
 
 def recorded_texts(telemetry: Telemetry) -> str:
@@ -753,7 +762,7 @@ async def test_content_is_recorded_in_the_conventional_attributes_when_switched_
         {"type": "text", "content": SYSTEM_PROMPT}
     ]
     assert json.loads(run_span["gen_ai.output.messages"])[0]["parts"] == [
-        {"type": "text", "content": "42"}
+        {"type": "text", "content": "forty-two"}
     ]
     first_chat = attrs(telemetry.named("chat")[0])
     assert json.loads(first_chat["gen_ai.input.messages"]) == [

@@ -355,7 +355,8 @@ async def test_the_sink_records_no_content_by_default_and_all_of_it_when_switche
     monkeypatch: pytest.MonkeyPatch,
 ):
     monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
-    texts = (GOAL, "r0", "search cats", "cats", "lookup is disabled", "42", "ran search cats")
+    # ("42", the final answer, is left out: a random run id may contain it.)
+    texts = (GOAL, "r0", "search cats", "cats", "lookup is disabled", "ran search cats")
     found = {}
     for switch in ("off", "option", "environment"):
         if switch == "environment":
