@@ -1085,3 +1085,34 @@ async def test_a_model_failure_counts_in_the_duration_histogram_with_its_error_t
     (point,) = telemetry.points("gen_ai.client.operation.duration")
     assert dict(point.attributes) == {"gen_ai.operation.name": "chat", "error.type": "RuntimeError"}
     assert telemetry.points("gen_ai.client.token.usage") == []
+
+
+def test_without_the_extra_constructing_it_says_what_to_install(tmp_path: Path):
+    shadow = tmp_path / "opentelemetry"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text('raise ImportError("No module named opentelemetry")\n')
+    probe = (
+        "import polyloop.instrumentation as i\n"
+        "try:\n    i.OpenTelemetryInstrumentation()\nexcept ImportError as exc:\n    print(exc)\n"
+    )
+
+    completed = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(tmp_path)},
+        timeout=60,
+    )
+
+    assert completed.stdout.strip() == (
+        "OpenTelemetryInstrumentation needs OpenTelemetry: pip install 'polyloop[otel]' "
+        "(opentelemetry-api and opentelemetry-sdk)"
+    )
+
+
+def test_an_unknown_name_of_the_instrumentation_module_is_an_attribute_error():
+    import polyloop.instrumentation
+
+    with pytest.raises(AttributeError, match="has no attribute 'OpenTelemetrySink'"):
+        polyloop.instrumentation.OpenTelemetrySink  # noqa: B018
