@@ -296,6 +296,37 @@ async def test_between_seam_calls_the_run_span_is_current_and_after_the_run_the_
     assert after is caller
 
 
+@pytest.mark.asyncio
+async def test_concurrent_runs_sharing_one_instrumentation_make_separate_traces():
+    telemetry = Telemetry()
+    instrumentation = telemetry.instrumentation()
+
+    await asyncio.gather(
+        *(
+            polyloop.run(
+                agent(),
+                GOAL,
+                **script(act(tool_name="t"), act(tool_name="t"), final()).kwargs(),
+                run_id=run_id,
+                instrumentation=instrumentation,
+            )
+            for run_id in ("run-a", "run-b")
+        )
+    )
+
+    runs = telemetry.named("invoke_agent")
+    assert sorted(attrs(r)["gen_ai.conversation.id"] for r in runs) == ["run-a", "run-b"]
+    for run_span in runs:
+        assert run_span.parent is None
+        assert run_span.context is not None
+        mine = [s for s in telemetry.spans if s.context.trace_id == run_span.context.trace_id]
+        assert sorted(s.name for s in mine) == sorted(
+            ["invoke_agent", *["step"] * 3, *["chat"] * 3, *["execute_tool t"] * 2]
+        )
+        conversation = {attrs(s).get("gen_ai.conversation.id") for s in mine} - {None}
+        assert conversation == {attrs(run_span)["gen_ai.conversation.id"]}
+
+
 # --------------------------------------------------------------------------- trace context
 
 
