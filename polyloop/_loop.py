@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,7 +32,9 @@ from polyloop.ports import (
     ActionExecutor,
     DecisionParser,
     EventSink,
+    Instrumentation,
     ModelClient,
+    RunInstrumentation,
     RunStore,
 )
 from polyloop.stores import MemoryStore
@@ -123,6 +125,8 @@ class _Driver:
         # step_wall_ms: time spent in this step's model, parser and executor — not in the
         # store or the sink (SPEC §2), so a slow sink cannot make a step look slow.
         self.seam_seconds = 0.0
+        # The run's instrumentation, if any: each seam call tests it once (nothing else is paid).
+        self.probe: RunInstrumentation | None = None
 
     # ------------------------------------------------------------------ records and events
 
@@ -200,8 +204,12 @@ class _Driver:
         self.seam_seconds = 0.0
         await self.append(ModelCallIntent(step_index=step_index, prompt_chars=prompt_chars))
         started = time.monotonic()
+        probe = self.probe
         try:
-            reply = await self.seams.model.complete(messages)
+            if probe is None:
+                reply = await self.seams.model.complete(messages)
+            else:
+                reply = await self.observed_model_call(probe, step_index, messages)
         except Exception as exc:  # CancelledError is not an Exception: it propagates
             self.seam_seconds += time.monotonic() - started
             step = self._step(None, prompt_chars)
@@ -214,10 +222,24 @@ class _Driver:
         self.defer(ModelReplied(step_index=step_index, reply=reply))  # rides with the intent
         return await self.decide(reply, prompt_chars)
 
+    async def observed_model_call(
+        self, probe: RunInstrumentation, step_index: int, messages: list[Message]
+    ) -> ModelReply:
+        with probe.model_call(step_index, messages, self.seams.model) as call:
+            reply = await self.seams.model.complete(messages)
+            call.returned(reply)
+        return reply
+
     async def decide(self, reply: ModelReply, prompt_chars: int) -> StopReason | None:
         """D, E, F — parse, then record an invalid decision or a final answer, or act."""
         started = time.monotonic()
-        decision = self.seams.parser.parse(reply)
+        probe = self.probe
+        if probe is None:
+            decision = self.seams.parser.parse(reply)
+        else:
+            with probe.parse(len(self.steps), reply) as call:
+                decision = self.seams.parser.parse(reply)
+                call.returned(decision)
         self.seam_seconds += time.monotonic() - started
         if isinstance(decision, InvalidDecision):
             return await self.record(self._step(reply, prompt_chars, error=decision))
@@ -235,7 +257,13 @@ class _Driver:
     async def act(self, reply: ModelReply, action: Action, prompt_chars: int) -> StopReason | None:
         """F — execute (the intent is already logged) and record the step unconditionally."""
         started = time.monotonic()
-        outcome = await self.seams.executor.execute(action)
+        probe = self.probe
+        if probe is None:
+            outcome = await self.seams.executor.execute(action)
+        else:
+            with probe.execute(len(self.steps), action) as call:
+                outcome = await self.seams.executor.execute(action)
+                call.returned(outcome)
         self.seam_seconds += time.monotonic() - started
         if not isinstance(outcome, ActionOutcome) or not isinstance(outcome.status, ActionStatus):
             raise TypeError(
@@ -376,6 +404,7 @@ _SEAM_METHODS = {
     "executor": ("execute",),
     "store": ("append", "read_log"),
     "events": ("emit",),
+    "instrumentation": ("run",),
 }
 
 
@@ -429,6 +458,7 @@ async def run(
     store: RunStore | None = None,
     events: EventSink | None = None,
     run_id: str | None = None,
+    instrumentation: Instrumentation | None = None,
 ) -> RunResult:
     """Start a new run and drive it to a stop.
 
@@ -436,20 +466,43 @@ async def run(
     that already has a log raises ``RunAlreadyExists`` before any other seam is called.
     ``CancelledError`` is re-raised (after the log got ``RunFinished(cancelled)``), so
     ``cancelled`` never appears on a returned result. Exceptions from the executor or parser
-    propagate untouched.
+    propagate untouched. ``instrumentation`` (:class:`polyloop.ports.Instrumentation`) is called
+    around the run and each model, parser and executor call; its ``trace_parent`` is stored in
+    ``RunStarted``.
     """
     run_id = new_run_id() if run_id is None else validate_run_id(run_id)
     goal = _check_goal(goal)
     seams = _set_up(agent, (model, parser, executor, store, events), store_optional=True)
+    _check_seams(defaults=("instrumentation",), instrumentation=instrumentation)
     await _check_new(run_id, seams.store)
     driver = _Driver(run_id, agent, goal, seams)
     started = _started_record(run_id, goal, agent)
 
-    async def body() -> RunResult:
-        driver.defer(started)  # rides with the first model intent (or the finish)
+    async def body(opening: RunStarted) -> RunResult:
+        driver.defer(opening)  # rides with the first model intent (or the finish)
         return await driver.iterate()
 
-    return await driver.guarded(body())
+    if instrumentation is None:
+        return await driver.guarded(body(started))
+    return await _instrumented(driver, instrumentation, started, body, resumed=False)
+
+
+async def _instrumented(
+    driver: _Driver,
+    instrumentation: Instrumentation,
+    started: RunStarted,
+    body: Callable[[RunStarted], Coroutine[Any, Any, RunResult]],
+    *,
+    resumed: bool,
+) -> RunResult:
+    """Drive ``body`` inside the instrumentation's run scope; a new run's ``RunStarted`` carries
+    the scope's trace context (a resume keeps the one in its log)."""
+    with instrumentation.run(started, resumed=resumed) as probe:
+        driver.probe = probe
+        opening = started if resumed else replace(started, trace_parent=probe.trace_parent)
+        result = await driver.guarded(body(opening))
+        probe.finished(result)
+    return result
 
 
 async def _check_new(run_id: str, store: RunStore) -> None:
@@ -492,6 +545,7 @@ async def resume(
     executor: ActionExecutor,
     store: RunStore,
     events: EventSink | None = None,
+    instrumentation: Instrumentation | None = None,
 ) -> RunResult:
     """Continue an interrupted run from its log, or rebuild the result of a finished one.
 
@@ -500,10 +554,12 @@ async def resume(
     ``agent.parameters()`` hash → ``ParametersChanged``. Then it continues from the last record:
     a model intent calls the model again; a logged reply is parsed again (no second model call);
     an action intent is replayed only if allowed, else the run ends ``resume_state_unknown``; a
-    logged step is re-decided without calling any seam.
+    logged step is re-decided without calling any seam. ``instrumentation`` as for ``run()``
+    (not called for a finished run): it gets the logged ``RunStarted``, to link to the original.
     """
     validate_run_id(run_id)
     seams = _set_up(agent, (model, parser, executor, store, events), store_optional=False)
+    _check_seams(defaults=("instrumentation",), instrumentation=instrumentation)
     log = await seams.store.read_log(run_id)
     started = _started_of(run_id, log, seams.store)
     if log.finished is not None:
@@ -512,7 +568,11 @@ async def resume(
     driver = _Driver(run_id, agent, started.goal, seams)
     driver.commits.continue_at(len(log.records))
     stop = _replayed(driver, log)
-    return await driver.guarded(_continue(driver, log, stop))
+    if instrumentation is None:
+        return await driver.guarded(_continue(driver, log, stop))
+    return await _instrumented(
+        driver, instrumentation, started, lambda _: _continue(driver, log, stop), resumed=True
+    )
 
 
 def _started_of(run_id: str, log: RunLog, store: RunStore) -> RunStarted:

@@ -68,9 +68,9 @@ __all__ = [
     "record_from_json",
 ]
 
-# 1.1: RunStarted gained the optional batch, task_id, labels and trace_parent, StepCompleted
-# the optional executor_detail (1.0 logs read with their defaults; a reader ignores fields a
-# later minor added).
+# 1.1: RunStarted gained the optional batch, task_id, labels and trace_parent, ModelReply the
+# optional model and finish_reason, StepCompleted the optional executor_detail (1.0 logs read
+# with their defaults; a reader ignores fields a later minor added).
 SCHEMA_VERSION = "1.1"
 
 
@@ -161,12 +161,20 @@ class Message:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelReply:
-    """What the model returned. ``call_id`` joins a step to billing: ``None`` or non-empty."""
+    """What the model returned. ``call_id`` joins a step to billing: ``None`` or non-empty.
+
+    ``call_id`` is the provider's response id. ``model`` is the model that answered (which may
+    name a snapshot of the one requested) and ``finish_reason`` why it stopped generating
+    (``"stop"``, ``"length"``, ``"tool_calls"``, … as the provider says it): each ``None`` when
+    the client does not know, never ``""``.
+    """
 
     text: str
     reasoning: str = ""
     call_id: str | None = None
     usage: Mapping[str, int | float] = field(default_factory=dict)
+    model: str | None = None
+    finish_reason: str | None = None
 
     def __post_init__(self) -> None:
         problem = usage_problem(self.usage)
@@ -177,6 +185,12 @@ class ModelReply:
                 "ModelReply.call_id must be None or a non-empty str, never '' "
                 "(an empty string looks like a valid join key and silently matches nothing)"
             )
+        for name in ("model", "finish_reason"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(
+                    f"ModelReply.{name} must be None or a non-empty str, got {value!r}"
+                )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -542,7 +556,13 @@ def _read_reply(data: object) -> ModelReply:
         reasoning=d.get("reasoning", is_str, "a str", default=""),
         call_id=d.get("call_id", is_opt_str, "a str or null", default=None),
         usage=usage,
+        model=d.get("model", _is_opt_name, "a non-empty str or null", default=None),
+        finish_reason=d.get("finish_reason", _is_opt_name, "a non-empty str or null", default=None),
     )
+
+
+def _is_opt_name(value: object) -> bool:
+    return value is None or (isinstance(value, str) and value != "")
 
 
 def _read_action(data: object) -> Action:

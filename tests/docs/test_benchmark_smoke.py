@@ -119,3 +119,18 @@ def test_the_conformance_times_benchmark_times_each_implementation_alone() -> No
     assert len(re.findall(r"^\s+\d+\.\d s  \S+  \(\d+ tests, exit 0\)$", out, flags=re.M)) == 2, out
     assert re.search(r"^implementations: 2, sum \d+\.\d s, whole job", out, flags=re.M), out
     assert re.search(r"^target: each under 10 s: slowest \d+\.\d s, (met|NOT met)$", out, re.M), out
+
+
+def test_the_instrumentation_benchmark_prints_each_contender_against_none() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "instrumentation_cost.py"), "--steps", "5",
+         "--rounds", "2", "--baseline", str(ROOT)],
+        capture_output=True, text=True, timeout=120, check=True, cwd=ROOT / "benchmarks",
+    ).stdout  # fmt: skip
+
+    assert re.search(r"^none\s+\d+\.\d\s+1\.00$", out, flags=re.M), out
+    assert re.search(r"^null\s+\d+\.\d\s+\d+\.\d\d$", out, flags=re.M), out
+    assert re.search(r"^otel\s+(\d+\.\d\s+\d+\.\d\d|not installed)$", out, flags=re.M), out
+    for version in ("this code", "baseline"):  # --baseline: here the same checkout, as a smoke
+        assert re.search(rf"^{version}\s+\d+\.\d$", out, flags=re.M), out
+    assert re.search(r"^this code / baseline: \d+\.\d{3}$", out, flags=re.M), out

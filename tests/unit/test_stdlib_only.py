@@ -10,6 +10,7 @@ CORE = [
     "polyloop",
     "polyloop.stores",
     "polyloop.events",
+    "polyloop.instrumentation",
     "polyloop.models",
     "polyloop.types",
     "polyloop.ports",
