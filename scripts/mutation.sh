@@ -39,7 +39,7 @@ run_group() {  # run_group NAME: mutmut over one group in a scratch copy; result
   (
     cd "$work"
     nice -n 19 mutmut run --max-children "$jobs" "${patterns[@]}" >"$work/mutmut.log" 2>&1 || {
-      tail -n 60 "$work/mutmut.log"
+      tail -n 60 "$work/mutmut.log" >&2
       echo "mutmut failed in group $name (log above)" >&2
       exit 1
     }
