@@ -17,6 +17,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -37,7 +39,7 @@ from tests.integration.ray_seams import (
     actions_of,
 )
 
-pytestmark = [pytest.mark.ray, pytest.mark.postgres, pytest.mark.slow, pytest.mark.asyncio]
+pytestmark = [pytest.mark.ray, pytest.mark.postgres, pytest.mark.slow]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # How long the stopped task may take to appear, and the whole batch to end, on a loaded
@@ -154,6 +156,7 @@ async def killer(stop: Stop, dsn: str) -> AsyncIterator[dict[str, int]]:
             await task
 
 
+@pytest.mark.asyncio
 async def test_a_worker_killed_mid_batch_loses_no_run_and_repeats_no_action(
     ray_cluster: None, dsn: str, tmp_path: Path
 ) -> None:
@@ -205,6 +208,7 @@ async def test_a_worker_killed_mid_batch_loses_no_run_and_repeats_no_action(
     assert {o.what for o in outcomes.values()} == {"started"}
 
 
+@pytest.mark.asyncio
 async def test_a_task_whose_retries_are_spent_is_resumed_by_the_next_invocation(
     ray_cluster: None, dsn: str, tmp_path: Path
 ) -> None:
@@ -249,6 +253,7 @@ async def test_a_task_whose_retries_are_spent_is_resumed_by_the_next_invocation(
     assert sum(ran.values()) == sum(actions_of(task.id) for task in batch)
 
 
+@pytest.mark.asyncio
 async def test_two_workers_driving_one_run_are_fenced_by_the_store(
     ray_cluster: None, dsn: str, tmp_path: Path
 ) -> None:
@@ -291,3 +296,35 @@ async def test_two_workers_driving_one_run_are_fenced_by_the_store(
     assert run_finished_count(log) == 1
     assert executed_tokens(log) == ["t-0002.0", "t-0002.1", "t-0002.2"]
     assert executions(dsn) == Counter({"t-0002.0": 1, "t-0002.1": 1, "t-0002.2": 1})
+
+
+def test_the_how_to_batch_runs_on_a_cluster(ray_cluster: None, dsn: str, tmp_path: Path) -> None:
+    """The how-to's batch, as a reader runs it: a script of its own, connecting to the cluster
+    through RAY_ADDRESS (its RayBackend() is given no address), its store the test server."""
+    import ray
+
+    page = (REPO_ROOT / "docs" / "how-to" / "run-a-batch-on-ray.md").read_text("utf-8")
+    marker = "<!-- run-by: tests/integration/test_ray_backend.py::"
+    code = page.split(marker, 1)[1].split("```python\n", 1)[1].split("\n```\n", 1)[0]
+    example = "postgresql://polyloop@db.internal:5432/runs"
+    assert example in code
+    script = tmp_path / "batch.py"
+    script.write_text(code.replace(example, dsn) + "\n", encoding="utf-8")
+    env = {
+        **os.environ,
+        "RAY_ADDRESS": ray.get_runtime_context().gcs_address,
+        "RAY_AUTH_MODE": "disabled",
+    }
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "{'agent_finished': 20}" in done.stdout.splitlines(), done.stdout
+    found = asyncio.run(logs(dsn))
+    assert sorted(found) == [f"nightly.q{n:03}" for n in range(20)]
+    assert all(log.started and log.started.batch == "nightly" for log in found.values())
