@@ -328,3 +328,114 @@ def test_the_how_to_batch_runs_on_a_cluster(ray_cluster: None, dsn: str, tmp_pat
     found = asyncio.run(logs(dsn))
     assert sorted(found) == [f"nightly.q{n:03}" for n in range(20)]
     assert all(log.started and log.started.batch == "nightly" for log in found.values())
+
+
+@pytest.mark.asyncio
+async def test_cancelling_the_batch_leaves_its_runs_in_flight_resumable(
+    ray_cluster: None, dsn: str, tmp_path: Path
+) -> None:
+    """Ctrl-C in the driver is a cancellation of run_many: the Ray tasks in flight are
+    force-cancelled (their workers killed), their runs stay unfinished — never `cancelled` —
+    and the next invocation resumes them without running an action again."""
+    from polyloop.ray import RayBackend
+
+    batch = tasks(6)
+    stop = Stop(task_id="t-0004", where="model", step=1, directory=str(tmp_path))
+    backend = RayBackend()
+    heard: list[polyloop.TaskOutcome] = []
+    running = asyncio.create_task(
+        polyloop.run_many(
+            AGENT,
+            batch,
+            seams=Seams(dsn, stop),
+            store=dsn,
+            batch="cut",
+            concurrency=1,  # one at a time: task 5 is never submitted
+            backend=backend,
+            progress=heard.append,
+        )
+    )
+    pid = await wait_for_pid(stop)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert [(o.task_id, o.what) for o in heard] == [
+        *((f"t-{n:04d}", "started") for n in range(4)),
+        ("t-0004", "interrupted"),
+    ]
+    deadline = time.monotonic() + 60
+    while _alive(pid) and time.monotonic() < deadline:  # noqa: ASYNC110  # polls a process
+        await asyncio.sleep(0.05)
+    assert not _alive(pid), "the cancelled task's worker is still running"
+    found = await logs(dsn)
+    assert sorted(found) == [f"cut.t-{n:04d}" for n in range(5)]
+    assert found["cut.t-0004"].finished is None
+
+    again = await polyloop.run_many(
+        AGENT, batch, seams=Seams(dsn, stop), store=dsn, batch="cut", backend=backend
+    )
+    assert {o.task_id: o.what for o in again.outcomes} == {
+        **{f"t-{n:04d}": "skipped" for n in range(4)},
+        "t-0004": "resumed",
+        "t-0005": "started",
+    }
+    after = await logs(dsn)
+    assert all(run_finished_count(log) == 1 for log in after.values())
+    assert all(
+        log.finished and log.finished.stop_reason is StopReason.AGENT_FINISHED
+        for log in after.values()
+    )
+    assert set(executions(dsn).values()) == {1}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.asyncio
+async def test_a_seams_factory_the_workers_cannot_import_fails_each_task_with_the_reason(
+    ray_cluster: None, dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from polyloop.ray import RayBackend
+
+    (tmp_path / "driver_only_seams.py").write_text(
+        "def seams(task):\n    raise AssertionError('never called')\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))  # importable here, not in the workers
+    import driver_only_seams  # type: ignore[import-not-found]
+
+    summary = await polyloop.run_many(
+        AGENT,
+        tasks(3),
+        seams=driver_only_seams.seams,
+        store=dsn,
+        batch="noimport",
+        backend=RayBackend(),
+    )
+    assert [o.what for o in summary.outcomes] == ["failed"] * 3
+    for outcome in summary.outcomes:
+        assert outcome.error is not None
+        assert "driver_only_seams" in outcome.error, outcome.error
+    assert await logs(dsn) == {}  # nothing started
+
+
+@pytest.mark.asyncio
+async def test_an_address_while_ray_is_already_initialised_is_refused(
+    ray_cluster: None, dsn: str
+) -> None:
+    from polyloop.ray import RayBackend
+
+    with pytest.raises(RuntimeError, match="Ray is already initialised in this process"):
+        await polyloop.run_many(
+            AGENT,
+            tasks(1),
+            seams=Seams(dsn),
+            store=dsn,
+            batch="b",
+            backend=RayBackend(address="auto"),
+        )
+    assert await logs(dsn) == {}
