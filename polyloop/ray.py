@@ -170,6 +170,8 @@ class RayBackend:
         ``interrupted``.
         """
         shipped = _Job(job.agent, job.seams, _store_url(job.store_url), job.batch, job.time_limit_s)
+        if not tasks:
+            return  # nothing to send: no reason to connect to a cluster
         ray = self._ray
         connected_here = not ray.is_initialized()
         if connected_here:
