@@ -148,7 +148,8 @@ def _listed(
     for outcome in outcomes[:_LISTED]:
         line = lines.get(outcome.task_id)
         place = f"{where}:{line}" if line is not None else where
-        out.append(f"  {place}: task {outcome.task_id!r} (run {outcome.run_id}): {outcome.error}")
+        error = " ".join((outcome.error or "").split())  # one line each, whatever it said
+        out.append(f"  {place}: task {outcome.task_id!r} (run {outcome.run_id}): {error}")
     if len(outcomes) > _LISTED:
         out.append(f"  … and {len(outcomes) - _LISTED} more")
     return out

@@ -4,7 +4,8 @@ Every problem is one :class:`BadTasks` naming the file and the line (``tasks.jso
 before anything runs. Lines holding only whitespace are skipped (a trailing blank line, a
 separator); every other line must be one JSON object with exactly the keys ``id`` (a non-empty
 string), ``goal`` (a string) and optionally ``labels`` (an object of strings to strings). A key
-given twice in one object is refused rather than silently taking the last value.
+given twice in one object is refused rather than silently taking the last value, and so is a
+task id given on two lines.
 """
 
 from __future__ import annotations
@@ -45,11 +46,19 @@ def read_tasks(path: Path) -> list[NumberedTask]:
         raise BadTasks(f"{path}: a directory, not a tasks file") from None
     except OSError as exc:
         raise BadTasks(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    tasks = [
-        NumberedTask(number, _task(path, number, line))
-        for number, line in enumerate(_lines(path, raw), start=1)
-        if line.strip()
-    ]
+    tasks: list[NumberedTask] = []
+    first: dict[str, int] = {}
+    for number, line in enumerate(_lines(path, raw), start=1):
+        if not line.strip():
+            continue
+        task = _task(path, number, line)
+        if task.id in first:
+            raise BadTasks(
+                f"{path}:{number}: duplicate task id {shown(task.id, 40)} (first on line "
+                f"{first[task.id]})"
+            )
+        first[task.id] = number
+        tasks.append(NumberedTask(number, task))
     if not tasks:
         raise BadTasks(f"{path}: no tasks (one JSON object a line: id, goal, optional labels)")
     return tasks
