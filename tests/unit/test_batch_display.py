@@ -78,7 +78,7 @@ def test_the_summary_shows_shares_spreads_usage_and_where_each_failure_is() -> N
         "  llm_error            1   12.5%",
     ]
     assert lines[4] == "steps             median 4  p90 9  max 9"
-    assert lines[6] == "usage             prompt_tokens 200"
+    assert lines[6] == "usage             prompt_tokens 80"
     assert lines[7] == "failed (12):"
     assert lines[8] == "  tasks.jsonl:4: task 'f0' (run b.f0): RuntimeError: line one line two"
     assert lines[18] == "  … and 2 more"
