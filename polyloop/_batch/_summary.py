@@ -15,6 +15,8 @@ from polyloop._batch._outcome import TaskOutcome
 
 __all__ = ["BatchSummary", "Spread", "nearest_rank"]
 
+_WHAT_ORDER = ("started", "resumed", "skipped", "failed", "refused", "interrupted", "not_started")
+
 
 def nearest_rank(ordered: Sequence[int], share: float) -> int:
     """The nearest-rank percentile of ``ordered`` (sorted, non-empty): the smallest value with
@@ -76,11 +78,9 @@ class BatchSummary:
     def what(self) -> dict[str, int]:
         """Tasks per outcome (``started``, ``resumed``, ``skipped``, …); tasks never reached
         before an interruption count as ``not_started``."""
-        counts: dict[str, int] = dict(Counter(o.what for o in self.outcomes))
-        not_started = self.tasks - len(self.outcomes)
-        if not_started:
-            counts["not_started"] = not_started
-        return counts
+        found: Counter[str] = Counter(o.what for o in self.outcomes)
+        found["not_started"] = self.tasks - len(self.outcomes)
+        return {what: found[what] for what in _WHAT_ORDER if found[what]}
 
     @property
     def unfinished(self) -> int:
