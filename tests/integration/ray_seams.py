@@ -29,7 +29,9 @@ from polyloop import (
     Budget,
     Message,
     ModelReply,
+    RunSeams,
     SyntheticObservations,
+    Task,
     Tool,
     ToolRegistry,
 )
@@ -181,10 +183,9 @@ class Seams:
     dsn: str
     stop: Stop | None = None
 
-    def __call__(self, task: object) -> dict[str, object]:
-        task_id = str(getattr(task, "id"))  # noqa: B009 - a Task, typed loosely for the workers
-        return {
-            "model": StoppingModel(task_id, self.stop),
-            "parser": LineParser(),
-            "executor": CountingExecutor(self.dsn, task_id, self.stop),
-        }
+    def __call__(self, task: Task) -> RunSeams:
+        return RunSeams(
+            model=StoppingModel(task.id, self.stop),
+            parser=LineParser(),
+            executor=CountingExecutor(self.dsn, task.id, self.stop),
+        )
