@@ -439,3 +439,23 @@ async def test_an_address_while_ray_is_already_initialised_is_refused(
             backend=RayBackend(address="auto"),
         )
     assert await logs(dsn) == {}
+
+
+@pytest.mark.asyncio
+async def test_a_relative_sqlite_path_names_the_drivers_file_in_every_worker(
+    ray_cluster: None, dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On one machine a SQLite file serves as the store; the workers started in another
+    directory (the cluster's), so the path they open is the driver's, made absolute."""
+    from polyloop.ray import RayBackend
+
+    monkeypatch.chdir(tmp_path)
+    batch = tasks(10)
+    summary = await polyloop.run_many(
+        AGENT, batch, seams=Seams(dsn), store="runs.db", batch="lite", backend=RayBackend()
+    )
+    assert {o.what for o in summary.outcomes} == {"started"}
+    found = await logs(f"sqlite:///{tmp_path / 'runs.db'}")
+    assert sorted(found) == [f"lite.{task.id}" for task in batch]
+    assert all(run_finished_count(log) == 1 for log in found.values())
+    assert not (REPO_ROOT / "runs.db").exists()
