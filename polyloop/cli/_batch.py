@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import signal
 import sqlite3
 import sys
@@ -181,7 +182,9 @@ async def _batch(settings: _Settings, out: TextIO, err: TextIO) -> int:
     store = open_store(settings.store_url)
     try:
         checked = await _vetted(settings, store, lines)
-        progress = ProgressLine(len(checked.tasks), err, terminal=err.isatty())
+        terminal = err.isatty()
+        width = shutil.get_terminal_size().columns if terminal else 0
+        progress = ProgressLine(len(checked.tasks), err, terminal=terminal, width=width)
         summary, caught = await _driven(checked, progress)
     finally:
         aclose = getattr(store, "aclose", None)

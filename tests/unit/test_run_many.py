@@ -556,3 +556,22 @@ async def test_run_started_without_batch_fields_reads_as_none() -> None:
     started = (await store.read_log("plain")).started
     assert isinstance(started, RunStarted)
     assert (started.batch, started.task_id, started.labels) == (None, None, {})
+
+
+async def test_lone_surrogates_in_goal_and_labels_survive_a_durable_store_and_a_rerun(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    task = Task("t", "steps=1 \ud800", {"\udcff": "\ud83d", "k": "日本"})
+    first = await run_many(AGENT, [task], seams=seams, store=url, batch="b")
+    again = await run_many(AGENT, [task], seams=seams, store=url, batch="b")
+    assert (first.what, again.what) == ({"started": 1}, {"skipped": 1})
+
+
+async def test_a_huge_goal_is_recorded_whole() -> None:
+    store = MemoryStore()
+    goal = "steps=1 " + "x" * 1_000_000
+    await run_many(AGENT, [Task("t", goal)], seams=seams, store=store, batch="b")
+    started = (await store.read_log("b.t")).started
+    assert started is not None
+    assert started.goal == goal
