@@ -103,6 +103,9 @@ def run_batch_command(args: argparse.Namespace) -> int:
         return _refuse(exc, USAGE)
     try:
         return asyncio.run(_batch(settings, sys.stdout, sys.stderr))
+    except KeyboardInterrupt:  # before the batch's own handler was installed, or after it
+        sys.stderr.write("polyloop: interrupted; run the same command again to resume\n")
+        return _EXIT_ON_SIGNAL[signal.SIGINT]
     except Refused as exc:
         return _refuse(exc, USAGE)
     except (PolyloopError, OSError, sqlite3.Error) as exc:
