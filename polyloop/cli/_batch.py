@@ -187,7 +187,7 @@ async def _batch(settings: _Settings, out: TextIO, err: TextIO) -> int:
         checked = await _vetted(settings, store, lines)
         terminal = err.isatty()
         width = shutil.get_terminal_size().columns if terminal else 0
-        progress = ProgressLine(len(checked.tasks), err, terminal=terminal, width=width)
+        progress = ProgressLine(checked.total, err, terminal=terminal, width=width)
         summary, caught = await _driven(checked, progress)
     finally:
         aclose = getattr(store, "aclose", None)
@@ -217,7 +217,7 @@ async def _vetted(settings: _Settings, store: RunStore, lines: dict[str, int]) -
             time_limit_s=settings.time_limit_s,
             backend=None,
         )
-        await vet(checked)
+        vetted = await vet(checked)
     except TaskRefused as exc:
         line = settings.tasks[exc.index].line
         more = f" ({exc.others} more refused likewise)" if exc.others else ""
@@ -228,7 +228,7 @@ async def _vetted(settings: _Settings, store: RunStore, lines: dict[str, int]) -
         if _is_driver_error(exc):
             raise Refused(f"store {settings.store_url}: cannot be opened: {_text(exc)}") from None
         raise
-    return checked
+    return vetted
 
 
 async def _driven(

@@ -44,6 +44,11 @@ class CountingStore(MemoryStore):
         super().__init__()
         self.commits = 0
         self.records = 0
+        self.reads = 0
+
+    async def read_log(self, run_id: str) -> polyloop.RunLog:
+        self.reads += 1
+        return await super().read_log(run_id)
 
     def commit_now(self, run_id: str, records: Sequence[Record], *, sequence: int) -> bool:
         done = super().commit_now(run_id, records, sequence=sequence)
@@ -98,8 +103,10 @@ async def test_rerunning_a_finished_batch_appends_nothing_and_starts_nothing() -
         built.append(task.id)
         return seams(task)
 
+    reads = store.reads
     again = await run_many(AGENT, given, seams=counting_seams, store=store, batch="b")
     assert (store.commits, store.records, await store.run_ids()) == (commits, records, runs)
+    assert store.reads - reads == 200  # each finished log read once
     assert again.what == {"skipped": 200}
     assert built == []  # a skipped task's seams are never built
     assert again.stop_reasons == {"agent_finished": 200}  # read from the logs
@@ -307,7 +314,7 @@ async def test_an_interrupt_event_gives_a_summary_instead_of_cancellation() -> N
         time_limit_s=None,
         backend=None,
     )
-    await vet(checked)
+    checked = await vet(checked)
     interrupt = asyncio.Event()
     asyncio.get_running_loop().call_later(0.12, interrupt.set)
     summary = await execute(checked, interrupt=interrupt)
