@@ -40,6 +40,8 @@ BATCH_USAGE = (
     "polyloop batch TASKS.jsonl --agent MODULE:ATTR --seams MODULE:FUNC [--store URL] "
     "[--batch ID] [--concurrency N] [--time-limit SECONDS] [--fail-on STOP_REASON[:N|:P%],...]"
 )
+# argparse formats usage and help with %: a literal percent sign is written twice there.
+_USAGE_TEXT = BATCH_USAGE.replace("%", "%%")
 USAGE, FAILED = 2, 1
 _EXIT_ON_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
 _TICK_S = 1.0  # how often the progress line is refreshed
@@ -54,7 +56,7 @@ def add_batch_command(subparsers: Any, store_option: argparse.ArgumentParser) ->
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "batch",
         parents=[store_option],
-        usage=BATCH_USAGE,
+        usage=_USAGE_TEXT,
         help="run an agent over every task of a JSON Lines file; resumable",
         description="Run an agent over every task of TASKS.jsonl (one JSON object a line: id, "
         "goal, optional labels), CONCURRENCY at a time. Running the same command again "
