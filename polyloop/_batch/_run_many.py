@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from polyloop._batch._backend import AsyncioBackend, Backend, BatchJob
-from polyloop._batch._drive import judge
-from polyloop._batch._outcome import TaskOutcome
+from polyloop._batch._drive import Verdict, judge
+from polyloop._batch._outcome import Tally, TaskOutcome
 from polyloop._batch._summary import BatchSummary
 from polyloop._batch._tasks import SeamsFactory, Task, batch_run_id
 from polyloop._timeout import checked_timeout_s
@@ -25,18 +25,26 @@ from polyloop.types import AgentDefinition
 
 __all__ = ["Plan", "execute", "plan", "run_many", "vet"]
 
+_READERS = 16  # logs read at a time while vetting
+
 #: Called with each task's outcome as it arrives, in the process that called ``run_many``.
 Progress = Callable[[TaskOutcome], None]
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """A checked batch, ready to be vetted against its store and driven."""
+    """A checked batch: the tasks to drive and, once vetted against the store, the outcomes of
+    the tasks whose runs were already finished (``skipped``: nothing to drive)."""
 
     job: BatchJob
     tasks: tuple[Task, ...]
     concurrency: int
     backend: Backend
+    skipped: tuple[TaskOutcome, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return len(self.tasks) + len(self.skipped)
 
 
 def plan(
@@ -94,20 +102,51 @@ def _checked_tasks(tasks: object, batch: str) -> tuple[Task, ...]:
     return checked
 
 
-async def vet(checked: Plan) -> None:
-    """Check every task against the store: raise :class:`~polyloop.errors.TaskRefused` for the
-    first one the store holds another run for (counting the others), before anything starts.
-    Store errors propagate (the store cannot be read: nothing can be decided)."""
+async def vet(checked: Plan) -> Plan:
+    """Check every task against the store, before anything starts: raise
+    :class:`~polyloop.errors.TaskRefused` for the first one the store holds another run for
+    (counting the others); else the plan without the tasks whose runs are finished, whose
+    ``skipped`` outcomes it carries instead (so a rerun reads each finished log once). Store
+    errors propagate (the store cannot be read: nothing can be decided). The logs are read
+    ``_READERS`` at a time, for a store across a network."""
     job = checked.job
-    refused: list[tuple[int, Task, str]] = []
-    for index, task in enumerate(checked.tasks):
-        log = await job.store.read_log(batch_run_id(job.batch, task.id))
-        verdict = judge(task, job.batch, job.agent, log)
-        if verdict.action == "refuse":
-            refused.append((index, task, verdict.reason or "refused"))
+    verdicts: list[tuple[Verdict, TaskOutcome | None]] = [(Verdict("start"), None)] * len(
+        checked.tasks
+    )
+    waiting = iter(enumerate(checked.tasks))
+
+    async def reader() -> None:
+        for index, task in waiting:
+            run_id = batch_run_id(job.batch, task.id)
+            log = await job.store.read_log(run_id)
+            verdict = judge(task, job.batch, job.agent, log)
+            if verdict.action == "skip":
+                tally = Tally()
+                tally.add(log.records)
+                verdicts[index] = (verdict, tally.outcome(task.id, run_id, "skipped"))
+            else:
+                verdicts[index] = (verdict, None)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(_READERS, len(checked.tasks))):
+                group.create_task(reader())
+    except ExceptionGroup as failed:  # the store's own error, as a sequential read raises it
+        raise _first(failed) from None
+    refused = [(i, v) for i, (v, _) in enumerate(verdicts) if v.action == "refuse"]
     if refused:
-        index, task, reason = refused[0]
-        raise TaskRefused(index, task.id, f"task {task.id!r}: {reason}", others=len(refused) - 1)
+        index, verdict = refused[0]
+        task_id = checked.tasks[index].id
+        reason = f"task {task_id!r}: {verdict.reason}"
+        raise TaskRefused(index, task_id, reason, others=len(refused) - 1)
+    skipped = tuple(outcome for _, outcome in verdicts if outcome is not None)
+    to_drive = tuple(t for t, (_, o) in zip(checked.tasks, verdicts, strict=True) if o is None)
+    return replace(checked, tasks=to_drive, skipped=checked.skipped + skipped)
+
+
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 async def execute(
@@ -131,6 +170,8 @@ async def execute(
         if progress is not None:
             progress(outcome)
 
+    for outcome in checked.skipped:
+        report(outcome)
     job = checked.job
     work = checked.backend.run(checked.tasks, job, concurrency=checked.concurrency, report=report)
     was_interrupted = False
@@ -140,7 +181,7 @@ async def execute(
         was_interrupted = await _until(work, interrupt)
     return BatchSummary(
         batch=job.batch,
-        tasks=len(checked.tasks),
+        tasks=checked.total,
         outcomes=tuple(outcomes),
         wall_s=time.monotonic() - started,
         interrupted=was_interrupted,
@@ -215,8 +256,8 @@ async def run_many(
             time_limit_s=time_limit_s,
             backend=backend,
         )
-        await vet(checked)
-        return await execute(checked, progress=progress, started=started)
+        vetted = await vet(checked)
+        return await execute(vetted, progress=progress, started=started)
     finally:
         if opened:
             aclose = getattr(the_store, "aclose", None)

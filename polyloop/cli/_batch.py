@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import signal
 import sqlite3
 import sys
@@ -39,6 +40,8 @@ BATCH_USAGE = (
     "polyloop batch TASKS.jsonl --agent MODULE:ATTR --seams MODULE:FUNC [--store URL] "
     "[--batch ID] [--concurrency N] [--time-limit SECONDS] [--fail-on STOP_REASON[:N|:P%],...]"
 )
+# argparse formats usage and help with %: a literal percent sign is written twice there.
+_USAGE_TEXT = BATCH_USAGE.replace("%", "%%")
 USAGE, FAILED = 2, 1
 _EXIT_ON_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
 _TICK_S = 1.0  # how often the progress line is refreshed
@@ -53,7 +56,7 @@ def add_batch_command(subparsers: Any, store_option: argparse.ArgumentParser) ->
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "batch",
         parents=[store_option],
-        usage=BATCH_USAGE,
+        usage=_USAGE_TEXT,
         help="run an agent over every task of a JSON Lines file; resumable",
         description="Run an agent over every task of TASKS.jsonl (one JSON object a line: id, "
         "goal, optional labels), CONCURRENCY at a time. Running the same command again "
@@ -102,6 +105,9 @@ def run_batch_command(args: argparse.Namespace) -> int:
         return _refuse(exc, USAGE)
     try:
         return asyncio.run(_batch(settings, sys.stdout, sys.stderr))
+    except KeyboardInterrupt:  # before the batch's own handler was installed, or after it
+        sys.stderr.write("polyloop: interrupted; run the same command again to resume\n")
+        return _EXIT_ON_SIGNAL[signal.SIGINT]
     except Refused as exc:
         return _refuse(exc, USAGE)
     except (PolyloopError, OSError, sqlite3.Error) as exc:
@@ -181,7 +187,9 @@ async def _batch(settings: _Settings, out: TextIO, err: TextIO) -> int:
     store = open_store(settings.store_url)
     try:
         checked = await _vetted(settings, store, lines)
-        progress = ProgressLine(len(checked.tasks), err, terminal=err.isatty())
+        terminal = err.isatty()
+        width = shutil.get_terminal_size().columns if terminal else 0
+        progress = ProgressLine(checked.total, err, terminal=terminal, width=width)
         summary, caught = await _driven(checked, progress)
     finally:
         aclose = getattr(store, "aclose", None)
@@ -211,7 +219,7 @@ async def _vetted(settings: _Settings, store: RunStore, lines: dict[str, int]) -
             time_limit_s=settings.time_limit_s,
             backend=None,
         )
-        await vet(checked)
+        vetted = await vet(checked)
     except TaskRefused as exc:
         line = settings.tasks[exc.index].line
         more = f" ({exc.others} more refused likewise)" if exc.others else ""
@@ -222,7 +230,7 @@ async def _vetted(settings: _Settings, store: RunStore, lines: dict[str, int]) -
         if _is_driver_error(exc):
             raise Refused(f"store {settings.store_url}: cannot be opened: {_text(exc)}") from None
         raise
-    return checked
+    return vetted
 
 
 async def _driven(

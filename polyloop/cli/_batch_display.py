@@ -31,12 +31,16 @@ class ProgressLine:
         *,
         terminal: bool,
         every_s: float = 5.0,
+        width: int = 0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.total = total
         self.stream = stream
         self.terminal = terminal
         self.every_s = every_s
+        # A terminal line longer than the terminal wraps, and "\r" then redraws only its last
+        # part: it is cut to the width (0: no cut).
+        self.width = width
         self.clock = clock
         self.started = clock()
         self.last_shown = self.started
@@ -68,6 +72,8 @@ class ProgressLine:
 
     def draw(self) -> None:
         text = self.text()
+        if self.width and len(text) >= self.width:
+            text = text[: max(self.width - 2, 0)] + "…"
         padding = " " * max(0, self.drawn - len(text))
         self.stream.write(f"\r{text}{padding}")
         self.stream.flush()

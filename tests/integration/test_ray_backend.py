@@ -299,24 +299,32 @@ async def test_two_workers_driving_one_run_are_fenced_by_the_store(
 
 
 def test_the_how_to_batch_runs_on_a_cluster(ray_cluster: None, dsn: str, tmp_path: Path) -> None:
-    """The how-to's batch, as a reader runs it: a script of its own, connecting to the cluster
-    through RAY_ADDRESS (its RayBackend() is given no address), its store the test server."""
+    """The how-to's Ray section as a reader runs it: the page's snippets up to it (the agent,
+    the seams factory and the tasks, defined in a script, so they travel by value) and its own,
+    in a script of their own that reaches the cluster through RAY_ADDRESS (its RayBackend() is
+    given no address), its store the test's PostgreSQL server."""
     import ray
 
-    page = (REPO_ROOT / "docs" / "how-to" / "run-a-batch-on-ray.md").read_text("utf-8")
-    marker = "<!-- run-by: tests/integration/test_ray_backend.py::"
-    code = page.split(marker, 1)[1].split("```python\n", 1)[1].split("\n```\n", 1)[0]
+    from tests.docs.test_snippets import snippets
+
+    page = REPO_ROOT / "docs" / "how-to" / "run-a-batch.md"
+    found = snippets(page)
+    marker = "tests/integration/test_ray_backend.py::test_the_how_to_batch_runs_on_a_cluster"
+    (ours,) = [s for s in found if s.markers.get("run-by") == marker]
+    before = [s for s in found if s.line < ours.line and s.runs_here]
     example = "postgresql://polyloop@db.internal:5432/runs"
-    assert example in code
+    assert example in ours.code
+    assert ours.prints is not None
     script = tmp_path / "batch.py"
-    script.write_text(code.replace(example, dsn) + "\n", encoding="utf-8")
+    code = "\n".join([*(s.code for s in before), ours.code.replace(example, dsn)])
+    script.write_text(code, encoding="utf-8")
     env = {
         **os.environ,
         "RAY_ADDRESS": ray.get_runtime_context().gcs_address,
         "RAY_AUTH_MODE": "disabled",
     }
     done = subprocess.run(
-        [sys.executable, str(script)],
+        [sys.executable, "-W", "error::DeprecationWarning", str(script)],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -324,10 +332,11 @@ def test_the_how_to_batch_runs_on_a_cluster(ray_cluster: None, dsn: str, tmp_pat
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert "{'agent_finished': 20}" in done.stdout.splitlines(), done.stdout
-    found = asyncio.run(logs(dsn))
-    assert sorted(found) == [f"nightly.q{n:03}" for n in range(20)]
-    assert all(log.started and log.started.batch == "nightly" for log in found.values())
+    assert done.stdout.splitlines()[-1] == ours.prints, done.stdout
+    runs = asyncio.run(logs(dsn))
+    assert sorted(runs) == sorted(f"sums.q{n}" for n in range(50))
+    assert all(run_finished_count(log) == 1 for log in runs.values())
+    assert all(log.started and log.started.batch == "sums" for log in runs.values())
 
 
 @pytest.mark.asyncio

@@ -61,6 +61,13 @@ def test_a_terminal_line_is_redrawn_in_place_with_failures_rate_and_eta() -> Non
     assert stream.getvalue().endswith("\n")
 
 
+def test_a_terminal_line_is_cut_to_the_terminal_width() -> None:
+    stream = io.StringIO()
+    progress = ProgressLine(10, stream, terminal=True, width=20, clock=Clock())
+    progress.update(finished("a", StopReason.AGENT_FINISHED))
+    assert stream.getvalue() == "\r1/10 (10%) | agent…"
+
+
 def test_the_summary_shows_shares_spreads_usage_and_where_each_failure_is() -> None:
     outcomes = (
         *(finished(f"s{n}", StopReason.AGENT_FINISHED, steps=n + 1) for n in range(7)),

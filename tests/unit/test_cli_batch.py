@@ -385,3 +385,15 @@ def test_batch_without_its_required_options_is_a_usage_error(
     tasks_file(1)
     line = refused(["batch", "tasks.jsonl"], capsys)
     assert "the following arguments are required: --agent, --seams" in line
+
+
+def test_batch_help_prints_the_usage_and_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["batch", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "usage: polyloop batch TASKS.jsonl --agent MODULE:ATTR --seams MODULE:FUNC [--store URL]"
+    )
+    assert "[--fail-on STOP_REASON[:N|:P%],...]" in out
+    for option in ("--agent", "--seams", "--store", "--batch", "--concurrency", "--time-limit"):
+        assert f"  {option} " in out
+    assert "--fail-on STOP_REASON[:N|:P%],..." in out

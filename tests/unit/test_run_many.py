@@ -44,6 +44,11 @@ class CountingStore(MemoryStore):
         super().__init__()
         self.commits = 0
         self.records = 0
+        self.reads = 0
+
+    async def read_log(self, run_id: str) -> polyloop.RunLog:
+        self.reads += 1
+        return await super().read_log(run_id)
 
     def commit_now(self, run_id: str, records: Sequence[Record], *, sequence: int) -> bool:
         done = super().commit_now(run_id, records, sequence=sequence)
@@ -98,8 +103,10 @@ async def test_rerunning_a_finished_batch_appends_nothing_and_starts_nothing() -
         built.append(task.id)
         return seams(task)
 
+    reads = store.reads
     again = await run_many(AGENT, given, seams=counting_seams, store=store, batch="b")
     assert (store.commits, store.records, await store.run_ids()) == (commits, records, runs)
+    assert store.reads - reads == 200  # each finished log read once
     assert again.what == {"skipped": 200}
     assert built == []  # a skipped task's seams are never built
     assert again.stop_reasons == {"agent_finished": 200}  # read from the logs
@@ -307,7 +314,7 @@ async def test_an_interrupt_event_gives_a_summary_instead_of_cancellation() -> N
         time_limit_s=None,
         backend=None,
     )
-    await vet(checked)
+    checked = await vet(checked)
     interrupt = asyncio.Event()
     asyncio.get_running_loop().call_later(0.12, interrupt.set)
     summary = await execute(checked, interrupt=interrupt)
@@ -556,3 +563,22 @@ async def test_run_started_without_batch_fields_reads_as_none() -> None:
     started = (await store.read_log("plain")).started
     assert isinstance(started, RunStarted)
     assert (started.batch, started.task_id, started.labels) == (None, None, {})
+
+
+async def test_lone_surrogates_in_goal_and_labels_survive_a_durable_store_and_a_rerun(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    task = Task("t", "steps=1 \ud800", {"\udcff": "\ud83d", "k": "日本"})
+    first = await run_many(AGENT, [task], seams=seams, store=url, batch="b")
+    again = await run_many(AGENT, [task], seams=seams, store=url, batch="b")
+    assert (first.what, again.what) == ({"started": 1}, {"skipped": 1})
+
+
+async def test_a_huge_goal_is_recorded_whole() -> None:
+    store = MemoryStore()
+    goal = "steps=1 " + "x" * 1_000_000
+    await run_many(AGENT, [Task("t", goal)], seams=seams, store=store, batch="b")
+    started = (await store.read_log("b.t")).started
+    assert started is not None
+    assert started.goal == goal
