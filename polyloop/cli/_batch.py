@@ -229,12 +229,17 @@ async def _vetted(settings: _Settings, store: RunStore, lines: dict[str, int]) -
         more = f" ({exc.others} more refused likewise)" if exc.others else ""
         raise Refused(f"{settings.where}:{line}: {exc.reason}{more}") from None
     except (PolyloopError, OSError, sqlite3.Error) as exc:
-        raise Refused(f"store {settings.store_url}: cannot be opened: {_text(exc)}") from None
+        raise Refused(_unopened(exc)) from None
     except Exception as exc:
         if _is_driver_error(exc):
-            raise Refused(f"store {settings.store_url}: cannot be opened: {_text(exc)}") from None
+            raise Refused(_unopened(exc)) from None
         raise
     return vetted
+
+
+def _unopened(exc: BaseException) -> str:
+    # Not the URL: it may hold a password. The store's own message names the file or server.
+    return f"--store: the store cannot be opened: {_text(exc)}"
 
 
 async def _driven(
