@@ -103,6 +103,7 @@ def run_batch_command(args: argparse.Namespace) -> int:
         settings = _settings(args)
     except (Refused, BadTasks, BadImportPath, BadRule, ValueError) as exc:
         return _refuse(exc, USAGE)
+    previous = {number: signal.getsignal(number) for number in _EXIT_ON_SIGNAL}
     try:
         return asyncio.run(_batch(settings, sys.stdout, sys.stderr))
     except KeyboardInterrupt:  # before the batch's own handler was installed, or after it
@@ -116,6 +117,9 @@ def run_batch_command(args: argparse.Namespace) -> int:
         if _is_driver_error(exc):
             return _refuse(exc, FAILED)
         raise
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 class _Settings(argparse.Namespace):
@@ -225,12 +229,17 @@ async def _vetted(settings: _Settings, store: RunStore, lines: dict[str, int]) -
         more = f" ({exc.others} more refused likewise)" if exc.others else ""
         raise Refused(f"{settings.where}:{line}: {exc.reason}{more}") from None
     except (PolyloopError, OSError, sqlite3.Error) as exc:
-        raise Refused(f"store {settings.store_url}: cannot be opened: {_text(exc)}") from None
+        raise Refused(_unopened(exc)) from None
     except Exception as exc:
         if _is_driver_error(exc):
-            raise Refused(f"store {settings.store_url}: cannot be opened: {_text(exc)}") from None
+            raise Refused(_unopened(exc)) from None
         raise
     return vetted
+
+
+def _unopened(exc: BaseException) -> str:
+    # Not the URL: it may hold a password. The store's own message names the file or server.
+    return f"--store: the store cannot be opened: {_text(exc)}"
 
 
 async def _driven(
@@ -256,6 +265,8 @@ async def _driven(
         progress.close()
         for number in _EXIT_ON_SIGNAL:
             loop.remove_signal_handler(number)
+            if caught:  # an impatient second Ctrl-C must not cut the summary short
+                signal.signal(number, signal.SIG_IGN)
     return summary, caught[0] if caught and summary.interrupted else None
 
 

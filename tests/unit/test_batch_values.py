@@ -72,3 +72,18 @@ def test_run_seams_from_a_mapping_names_what_is_missing_or_unknown() -> None:
         seams_of({"model": 1, "parser": 2, "store": 3})
     built = seams_of({"model": 1, "parser": 2, "executor": 3})
     assert built == RunSeams(model=1, parser=2, executor=3)  # type: ignore[arg-type]
+
+
+def test_a_task_and_a_job_without_its_store_pickle_for_other_processes() -> None:
+    import pickle
+    from dataclasses import replace
+
+    from polyloop._batch import BatchJob
+    from polyloop.stores import MemoryStore
+    from tests.batch_doubles import AGENT, seams
+
+    task = Task("t", "g", {"k": "v"})
+    assert pickle.loads(pickle.dumps(task)) == task
+    job = BatchJob(AGENT, seams, MemoryStore(), "sqlite:///runs.db", "b", 30.0)
+    shipped = pickle.loads(pickle.dumps(replace(job, store=None)))  # type: ignore[arg-type]
+    assert (shipped.agent, shipped.seams, shipped.store_url) == (AGENT, seams, "sqlite:///runs.db")

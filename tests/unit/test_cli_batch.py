@@ -294,9 +294,9 @@ def test_a_module_whose_own_import_fails_names_that_import(
 @pytest.mark.parametrize(
     ("store", "message"),
     [
-        ("sqlite:///not_a_db.db", "store sqlite:///not_a_db.db: cannot be opened:"),
-        ("sqlite:///a_dir", "store sqlite:///a_dir: cannot be opened:"),
-        ("sqlite:///no/such/dir/x.db", "store sqlite:///no/such/dir/x.db: cannot be opened:"),
+        ("sqlite:///not_a_db.db", "--store: the store cannot be opened: "),
+        ("sqlite:///a_dir", "--store: the store cannot be opened: "),
+        ("sqlite:///no/such/dir/x.db", "--store: the store cannot be opened: "),
         ("mysql://x", "unsupported store URL 'mysql://x'"),
         ("sqlite:///", "store URL 'sqlite:///' names no database file"),
     ],
@@ -397,3 +397,15 @@ def test_batch_help_prints_the_usage_and_every_option(capsys: pytest.CaptureFixt
     for option in ("--agent", "--seams", "--store", "--batch", "--concurrency", "--time-limit"):
         assert f"  {option} " in out
     assert "--fail-on STOP_REASON[:N|:P%],..." in out
+
+
+def test_an_unreachable_postgres_store_is_refused_without_its_password(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("psycopg")
+    tasks_file(1)
+    url = "postgresql://me:s3cret@127.0.0.1:1/runs"  # port 1: nothing listens there
+    line = refused(batch("tasks.jsonl", "--agent", AGENT, "--seams", SEAMS, "--store", url),
+                   capsys)  # fmt: skip
+    assert line.startswith("--store: the store cannot be opened: ")
+    assert "s3cret" not in line
