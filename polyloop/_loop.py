@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -97,6 +97,24 @@ def _action_fields(action: Action | None) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class Driving:
+    """How a caller inside the library drives a run (``run_many``); never public.
+
+    ``interruptible``: a cancellation *interrupts* the run — what is held is committed, no
+    ``RunFinished`` is written, the run stays resumable — instead of finishing it ``cancelled``
+    (that stop reason stays for a deliberate cancel of ``run()``). ``time_limit_s``: the wall
+    time this call may drive the run; past it the run finishes ``time_limit`` at whatever
+    ``await`` it was in (a commit in flight lands first).
+    """
+
+    interruptible: bool = False
+    time_limit_s: float | None = None
+
+
+_DELIBERATE = Driving()
+
+
+@dataclass(frozen=True, slots=True)
 class _Seams:
     """The five seams one call of run() or resume() drives."""
 
@@ -110,8 +128,16 @@ class _Seams:
 class _Driver:
     """One call of run() or resume(): the run's state, its commits, its events, its steps."""
 
-    def __init__(self, run_id: str, agent: AgentDefinition, goal: str, seams: _Seams) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        agent: AgentDefinition,
+        goal: str,
+        seams: _Seams,
+        how: Driving | None = None,
+    ) -> None:
         self.run_id = run_id
+        self.how = _DELIBERATE if how is None else how
         self.agent = agent
         self.seams = seams
         self.commits = Committer(run_id, seams.store)
@@ -122,6 +148,7 @@ class _Driver:
         self.history_chars = _history.prompt_chars(self.history)
         self.counters = _stopping.Counters()
         self.final_answer: str | None = None
+        self.finishing: RunFinished | None = None  # the finish being (or already) committed
         # step_wall_ms: time spent in this step's model, parser and executor — not in the
         # store or the sink (SPEC §2), so a slow sink cannot make a step look slow.
         self.seam_seconds = 0.0
@@ -169,6 +196,13 @@ class _Driver:
         last = self.commits.take_held()
         if last is not None:
             await self.append(last)
+
+    async def leave_unfinished(self) -> None:
+        """The interruption path: commit what is held (a completed step was not interrupted)
+        and write no ``RunFinished``, so the run stays resumable."""
+        last = self.commits.take_held()
+        if last is not None and not self.commits.finished:
+            await self.append(last, cancelling=True)
 
     async def finish_cancelled(self) -> None:
         """The cancellation path: one RunFinished(cancelled) if the run is started, unfinished.
@@ -353,7 +387,8 @@ class _Driver:
 
     async def finish(self, stop: StopReason) -> RunResult:
         final_answer = self.final_answer if stop is StopReason.AGENT_FINISHED else None
-        await self.append(self.finished_record(stop, final_answer))
+        self.finishing = self.finished_record(stop, final_answer)
+        await self.append(self.finishing)
         return self.result(stop, final_answer)
 
     def finished_record(self, stop: StopReason, final_answer: str | None) -> RunFinished:
@@ -375,26 +410,47 @@ class _Driver:
         )
 
     async def guarded(self, body: Coroutine[Any, Any, RunResult]) -> RunResult:
-        """Run ``body``; on cancellation write the cancelled finish, then re-raise; on an
-        exception commit what is held, then re-raise."""
+        """Run ``body``; on cancellation write the cancelled finish (or, interrupted, nothing),
+        then re-raise; past the time limit finish ``time_limit``; on an exception commit what
+        is held, then re-raise."""
+        limit = asyncio.timeout(self.how.time_limit_s)  # None: no limit
         try:
-            return await body
+            async with limit:
+                return await body
         except asyncio.CancelledError:
-            await self.finish_cancelled()
+            if self.how.interruptible:  # run_many's Ctrl-C: the next invocation resumes it
+                await self.leave_unfinished()
+            else:
+                await self.finish_cancelled()
             raise
+        except TimeoutError:
+            if not limit.expired():  # a seam's own TimeoutError: an exception like any other
+                await self.flush_logged()
+                raise
+            return await self.finish_timed_out()
         except Exception:
-            # The executor or parser raised: the log still ends at the last record before the
-            # failure (SPEC §4), so what is held is committed; the original error propagates.
-            try:
-                await self.flush()
-            except Exception:  # logged, never in place of the error already propagating
-                _log.error(
-                    "run %s: committing the records held when an exception left the run "
-                    "failed; the log ends before them",
-                    self.run_id,
-                    exc_info=True,
-                )
+            await self.flush_logged()
             raise
+
+    async def finish_timed_out(self) -> RunResult:
+        """The time limit cut the run at an ``await``: finish ``time_limit`` (or, if the cut
+        came while the finish itself was committing, return what it wrote)."""
+        if self.commits.finished and self.finishing is not None:
+            return self.result(self.finishing.stop_reason, self.finishing.final_answer)
+        return await self.finish(StopReason.TIME_LIMIT)
+
+    async def flush_logged(self) -> None:
+        # The executor or parser raised: the log still ends at the last record before the
+        # failure (SPEC §4), so what is held is committed; the original error propagates.
+        try:
+            await self.flush()
+        except Exception:  # logged, never in place of the error already propagating
+            _log.error(
+                "run %s: committing the records held when an exception left the run "
+                "failed; the log ends before them",
+                self.run_id,
+                exc_info=True,
+            )
 
 
 # Each seam and the methods the loop calls on it; checked before any I/O.
@@ -470,13 +526,46 @@ async def run(
     around the run and each model, parser and executor call; its ``trace_parent`` is stored in
     ``RunStarted``.
     """
+    return await start(
+        agent,
+        goal,
+        model=model,
+        parser=parser,
+        executor=executor,
+        store=store,
+        events=events,
+        run_id=run_id,
+        instrumentation=instrumentation,
+    )
+
+
+async def start(
+    agent: AgentDefinition,
+    goal: str,
+    *,
+    model: ModelClient,
+    parser: DecisionParser,
+    executor: ActionExecutor,
+    store: RunStore | None,
+    events: EventSink | None,
+    run_id: str | None,
+    batch: str | None = None,
+    task_id: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    how: Driving | None = None,
+    instrumentation: Instrumentation | None = None,
+) -> RunResult:
+    """:func:`run`, plus what only the library sets: ``RunStarted``'s batch fields, and how the
+    run is driven (:class:`Driving`)."""
     run_id = new_run_id() if run_id is None else validate_run_id(run_id)
     goal = _check_goal(goal)
     seams = _set_up(agent, (model, parser, executor, store, events), store_optional=True)
     _check_seams(defaults=("instrumentation",), instrumentation=instrumentation)
     await _check_new(run_id, seams.store)
-    driver = _Driver(run_id, agent, goal, seams)
-    started = _started_record(run_id, goal, agent)
+    driver = _Driver(run_id, agent, goal, seams, how)
+    started = _started_record(
+        run_id, goal, agent, batch=batch, task_id=task_id, labels=dict(labels or {})
+    )
 
     async def body(opening: RunStarted) -> RunResult:
         driver.defer(opening)  # rides with the first model intent (or the finish)
@@ -514,7 +603,15 @@ async def _check_new(run_id: str, store: RunStore) -> None:
         )
 
 
-def _started_record(run_id: str, goal: str, agent: AgentDefinition) -> RunStarted:
+def _started_record(
+    run_id: str,
+    goal: str,
+    agent: AgentDefinition,
+    *,
+    batch: str | None,
+    task_id: str | None,
+    labels: dict[str, str],
+) -> RunStarted:
     parameters = agent.parameters()
     return RunStarted(
         run_id=run_id,
@@ -522,6 +619,9 @@ def _started_record(run_id: str, goal: str, agent: AgentDefinition) -> RunStarte
         parameters=parameters,
         parameters_hash=parameters_hash(parameters),
         started_at=utc_timestamp(),
+        batch=batch,
+        task_id=task_id,
+        labels=labels,
     )
 
 
@@ -557,6 +657,31 @@ async def resume(
     logged step is re-decided without calling any seam. ``instrumentation`` as for ``run()``
     (not called for a finished run): it gets the logged ``RunStarted``, to link to the original.
     """
+    return await proceed(
+        run_id,
+        agent,
+        model=model,
+        parser=parser,
+        executor=executor,
+        store=store,
+        events=events,
+        instrumentation=instrumentation,
+    )
+
+
+async def proceed(
+    run_id: str,
+    agent: AgentDefinition,
+    *,
+    model: ModelClient,
+    parser: DecisionParser,
+    executor: ActionExecutor,
+    store: RunStore,
+    events: EventSink | None,
+    how: Driving | None = None,
+    instrumentation: Instrumentation | None = None,
+) -> RunResult:
+    """:func:`resume`, driven as ``how`` says (:class:`Driving`)."""
     validate_run_id(run_id)
     seams = _set_up(agent, (model, parser, executor, store, events), store_optional=False)
     _check_seams(defaults=("instrumentation",), instrumentation=instrumentation)
@@ -565,7 +690,7 @@ async def resume(
     if log.finished is not None:
         return _rebuilt(run_id, log, log.finished)
     _check_parameters(run_id, agent, started)
-    driver = _Driver(run_id, agent, started.goal, seams)
+    driver = _Driver(run_id, agent, started.goal, seams, how)
     driver.commits.continue_at(len(log.records))
     stop = _replayed(driver, log)
     if instrumentation is None:

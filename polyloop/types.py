@@ -123,7 +123,8 @@ class StopReason(enum.StrEnum):
     The enum only grows: an exhaustive ``match`` over it must keep a default branch.
     ``CANCELLED`` never appears on a result returned by ``run()`` (cancellation re-raises
     ``CancelledError``); it appears in the log's ``RunFinished`` and in a result that
-    ``resume()`` rebuilds from that log.
+    ``resume()`` rebuilds from that log. ``TIME_LIMIT``: a batch run (``run_many``) was driven
+    longer than its per-run time limit.
     """
 
     TASK_COMPLETED = "task_completed"
@@ -136,6 +137,7 @@ class StopReason(enum.StrEnum):
     ACTION_BUDGET = "action_budget"
     CANCELLED = "cancelled"
     RESUME_STATE_UNKNOWN = "resume_state_unknown"
+    TIME_LIMIT = "time_limit"
 
 
 class ActionStatus(enum.StrEnum):

@@ -20,6 +20,7 @@ from typing import Any, NoReturn, TextIO
 
 from polyloop._exception_text import exception_message
 from polyloop._run_id import validate_run_id
+from polyloop.cli._batch import add_batch_command
 from polyloop.cli._demo import run_demo
 from polyloop.cli._read_only import NoStore, ReadOnlySQLite, open_for_reading
 from polyloop.cli._report import add_report_commands
@@ -67,7 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(command(args))
         handler: Handler | None = getattr(args, "handler", None)
         if handler is None:
-            raise UsageError("no command given: runs, show, demo or report (see: polyloop --help)")
+            raise UsageError(
+                "no command given: runs, show, demo, batch or report (see: polyloop --help)"
+            )
         _check_arguments(args)
     except SystemExit as exc:  # --help or --version: argparse printed it
         return exc.code if isinstance(exc.code, int) else USAGE
@@ -182,6 +185,7 @@ def _parser() -> argparse.ArgumentParser:
     parsers["demo"].add_argument(
         "--run-id", default=None, metavar="ID", help="the run id (default: a new uuid4 hex)"
     )
+    add_batch_command(commands, store_option)
     add_report_commands(commands)
     return parser
 

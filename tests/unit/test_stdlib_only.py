@@ -15,6 +15,7 @@ CORE = [
     "polyloop.types",
     "polyloop.ports",
     "polyloop.tools",
+    "polyloop.ray",  # the Ray backend imports Ray only when a RayBackend is built
 ]
 
 PROBE = f"""
