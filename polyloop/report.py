@@ -337,9 +337,9 @@ def _indent(text: str, prefix: str) -> list[str]:
 
 def _where(item: Mapping[str, Any]) -> str:
     """The source, unless the id already says it (a hand-written class: ``path::Class``)."""
-    source = str(item.get("source", ""))
+    source = str(item.get("source") or "")
     path = source.rsplit(":", 1)[0]
-    return "" if str(item["id"]).startswith(f"{path}::") else f"  {source}"
+    return "" if not source or str(item["id"]).startswith(f"{path}::") else f"  {source}"
 
 
 class _Whole(str):

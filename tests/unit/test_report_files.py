@@ -4,10 +4,11 @@ locale; where a report cannot be written, said before the run; the baseline a re
 from __future__ import annotations
 
 import json
-import locale
 import os
+import platform
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,13 +17,14 @@ from polyloop.report import ReportError
 from pytest_polyloop._report import (
     _first_paragraph,
     check_writable,
+    environment_of,
     load_baseline,
     new_report_id,
     verdict_exit_status,
     write_json,
     write_markdown,
 )
-from tests.unit._reports import implementation, report
+from tests.unit._reports import implementation, report, run_under_ascii_locale
 
 
 @pytest.mark.parametrize(
@@ -40,16 +42,7 @@ def test_each_verdict_has_its_exit_status(verdict: str, status: int) -> None:
     assert verdict_exit_status(verdict) == status
 
 
-def _latin_1_locale(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the default text encoding Latin-1, as on a machine without a UTF-8 locale."""
-    monkeypatch.setattr(locale, "getpreferredencoding", lambda do_setlocale=True: "latin-1")
-    monkeypatch.setattr(locale, "getencoding", lambda: "latin-1")
-
-
-def test_json_is_indented_utf_8_ending_in_a_newline_whatever_the_locale(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _latin_1_locale(monkeypatch)
+def test_json_is_indented_utf_8_ending_in_a_newline(tmp_path: Path) -> None:
     data = report(implementation("执行器 😀", "model_client", {"model_client.a": "held"}))
     data["implementations"][0]["promises"][0]["detail"] = "lone \ud800 surrogate"
     path = tmp_path / "deep" / "er" / "report.json"
@@ -63,10 +56,24 @@ def test_json_is_indented_utf_8_ending_in_a_newline_whatever_the_locale(
     assert json.loads(text)["implementations"][0]["id"] == "执行器 😀"
 
 
-def test_markdown_is_written_as_utf_8_and_appended_to_the_step_summary(
+def test_the_files_are_utf_8_under_an_ascii_locale(tmp_path: Path) -> None:
+    # In a child: the locale's encoding is fixed when the interpreter starts.
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from pytest_polyloop._report import write_json, write_markdown\n"
+        "out = Path(sys.argv[1])\n"
+        "write_json({'id': '\\u6267\\u884c\\u5668'}, out / 'r.json')\n"
+        "write_markdown('## \\u6267\\u884c\\u5668\\n', out / 'r.md')\n"
+    )
+    run_under_ascii_locale(code, str(tmp_path), GITHUB_STEP_SUMMARY=str(tmp_path / "s.md"))
+    assert (tmp_path / "r.json").read_bytes().decode("utf-8") == '{\n  "id": "执行器"\n}\n'
+    assert (tmp_path / "r.md").read_bytes().decode("utf-8") == "## 执行器\n"
+    assert (tmp_path / "s.md").read_bytes().decode("utf-8") == "## 执行器\n"
+
+
+def test_markdown_is_written_and_appended_to_the_step_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _latin_1_locale(monkeypatch)
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n", encoding="utf-8")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
@@ -205,3 +212,44 @@ def test_a_baseline_that_is_not_a_report_is_a_report_error(tmp_path: Path) -> No
     path.write_text("[]", encoding="utf-8")
     with pytest.raises(ReportError, match=re.escape(str(path))):
         load_baseline(path)
+
+
+class _Config:
+    """What environment_of reads of a pytest config: ``option`` and ``getoption``."""
+
+    def __init__(self, job: object = None, **option: object) -> None:
+        self.option = SimpleNamespace(**option)
+        self._job = job
+
+    def getoption(self, name: str, default: object = None) -> object:
+        assert name == "polyloop_job"
+        return self._job if self._job is not None else default
+
+
+@pytest.mark.parametrize(
+    ("option", "workers"),
+    [
+        ({}, 0),  # no xdist at all
+        ({"tx": ["popen", "popen"]}, 0),  # xdist's option without --dist
+        ({"dist": "no", "tx": ["popen", "popen"]}, 0),
+        ({"dist": "load", "tx": ["popen", "popen", "popen"]}, 3),
+        ({"dist": "loadscope"}, 0),  # no tx: no worker was started
+        ({"dist": "load", "tx": None}, 0),
+    ],
+)
+def test_the_environment_counts_xdist_workers_only_when_distributing(
+    option: dict[str, object], workers: int
+) -> None:
+    environment = environment_of(_Config(**option))  # type: ignore[arg-type]
+    assert environment["xdist_workers"] == workers
+
+
+@pytest.mark.parametrize(("job", "shown"), [(None, None), ("", None), ("shard-2", "shard-2")])
+def test_the_environment_names_the_job_when_given(job: str | None, shown: str | None) -> None:
+    environment = environment_of(_Config(job=job))  # type: ignore[arg-type]
+    assert environment["job"] == shown
+    assert environment["python"] == platform.python_version()
+    assert environment["pytest"] == pytest.__version__
+    assert environment["os"] == platform.platform(terse=True)
+    assert "testing" in environment["extras"]
+    assert environment["extras"] == sorted(environment["extras"])

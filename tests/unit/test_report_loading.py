@@ -5,20 +5,20 @@ renderers print). Each case breaks one field of a valid report."""
 from __future__ import annotations
 
 import json
-import locale
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from polyloop.report import READABLE_SCHEMAS, SCHEMA, ReportError, load_report, schema
-from tests.unit._reports import implementation, report
+from tests.unit._reports import implementation, report, run_under_ascii_locale
 
 
 def _valid() -> dict[str, Any]:
     data = report(
         implementation("Impl", "model_client", {"model_client.a": "held", "model_client.b": "held"})
     )
+    data["implementations"][0]["promises"][0]["reruns"] = 1  # the fewest a rerun can be
     data["implementations"][0]["promises"][1]["reruns"] = 2
     return data
 
@@ -297,16 +297,19 @@ def test_a_file_that_cannot_be_read_says_why(tmp_path: Path) -> None:
     assert str(caught.value) == f"{tmp_path}: cannot read the report: Is a directory"
 
 
-def test_a_report_is_read_as_utf_8_whatever_the_locale(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_report_is_read_as_utf_8_under_an_ascii_locale(tmp_path: Path) -> None:
+    # In a child: the locale's encoding is fixed when the interpreter starts.
     data = _valid()
     _promise(data).update(detail="naïve — 执行器 😀")
     path = tmp_path / "report.json"
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    monkeypatch.setattr(locale, "getpreferredencoding", lambda do_setlocale=True: "latin-1")
-    monkeypatch.setattr(locale, "getencoding", lambda: "latin-1")
-    assert load_report(path) == data
+    code = (
+        "import locale, sys; from polyloop.report import load_report\n"
+        "assert locale.getpreferredencoding(False) == 'ANSI_X3.4-1968'\n"
+        "print(ascii(load_report(sys.argv[1])['implementations'][0]['promises'][0]['detail']))"
+    )
+    out = run_under_ascii_locale(code, str(path))
+    assert out == ascii("naïve — 执行器 😀") + "\n"
 
 
 def test_invalid_utf_8_is_not_json(tmp_path: Path) -> None:

@@ -30,19 +30,34 @@ _EXAMPLE = (
 )
 
 
+_PROSE = (
+    "the observation was cut at 4000 characters but the executor reported 3999 characters "
+    "as cut, so the count and the text disagree"
+)
+_HOSTILE_TEXT = "a <b>bold</b> & [link](x) | `code` \\escape > end"
+
+
 def _rendering_report() -> dict[str, Any]:
     data = every_outcome_report()
     data["interrupted"] = True
     first, second, third = data["implementations"]
     first["teardown_errors"] = ["teardown of impl failed: OSError: disk gone"]
+    first["missing"] = ["action_executor.zz_not_run", "action_executor.zzz_not_run_either"]
     promises = {p["id"]: p for p in first["promises"]}
     promises["action_executor.p3"]["reruns"] = 1
     promises["action_executor.p4"]["reruns"] = 2
+    promises["action_executor.p1"]["detail"] = (
+        "```python\nassert observation == expected  # a fenced block in a failure message\n```"
+    )
+    promises["action_executor.p5"]["waiver_reason"] = _HOSTILE_TEXT  # waived
+    promises["action_executor.p6"]["promise"] = _HOSTILE_TEXT  # stale waiver
     for promise in second["promises"]:
         if promise["outcome"] == "violated":
-            promise["detail"] = "the observation was cut\n\n" + _EXAMPLE
+            promise["detail"] = _PROSE + "\n\n" + _EXAMPLE
         if promise["outcome"] == "pending":
             promise["nodeid"] = "no_class_in_this_nodeid.py"
+        if promise["id"] == "action_executor.p0":
+            promise["nodeid"] = None  # a report written without it
     kept = implementation(
         "tests/test_store.py::MyStore",
         "run_store",
@@ -67,7 +82,7 @@ def _check(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8"), f"rendering differs from golden/{name}"
 
 
-@pytest.mark.parametrize("columns", [None, 40, 72, 200])
+@pytest.mark.parametrize("columns", [None, 5, 40, 72, 200])
 def test_terminal_text_line_by_line(columns: int | None) -> None:
     _check(f"report-{columns or 'unwrapped'}.txt", render_text(_rendering_report(), columns))
 
@@ -149,3 +164,99 @@ def test_a_line_that_fits_is_not_wrapped_and_prose_breaks_between_words() -> Non
     narrow = render_text(data, 40)
     # Every word survives wrapping, in order.
     assert narrow.split() == render_text(data).split()
+
+
+def _small(**fields: Any) -> dict[str, Any]:
+    item = implementation("Impl", "model_client", {"model_client.a": "held"})
+    item.update(fields)
+    return report(item, verdict="conformant")
+
+
+def test_a_conformant_report_in_full() -> None:
+    _check("conformant.txt", render_text(_small(), 80))
+    _check("conformant.md", render_markdown(_small()))
+
+
+def test_a_report_with_no_implementations_key_renders() -> None:
+    data = {"verdict": "no_implementations"}
+    assert (
+        render_text(data)
+        == "verdict: NO IMPLEMENTATIONS FOUND\nkit None  suite None  pytest None  python None\n"
+    )
+    markdown = render_markdown(data)
+    assert markdown.startswith("## polyloop conformance\n\n**Verdict: NO IMPLEMENTATIONS FOUND**")
+    assert "\n| implementation | seam | promises |" in markdown
+
+
+def test_counts_an_older_report_leaves_out_read_as_zero() -> None:
+    data = _small(counts={"held": 1})
+    assert render_text(data).splitlines()[2] == "Impl  model_client  1/1  held 1  conftest.py:1"
+    row = next(line for line in render_markdown(data).splitlines() if line.startswith("| `Impl`"))
+    assert row == "| `Impl` | model_client | 1/1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |"
+
+
+@pytest.mark.parametrize("source", [None, ""])
+def test_no_source_is_no_trailing_text(source: str | None) -> None:
+    data = _small(source=source)
+    assert render_text(data).splitlines()[2] == "Impl  model_client  1/1  held 1"
+    del data["implementations"][0]["source"]
+    assert render_text(data).splitlines()[2] == "Impl  model_client  1/1  held 1"
+
+
+@pytest.mark.parametrize(
+    ("impl_id", "source", "shown"),
+    [
+        ("C:/proj/t.py::MyStore", "C:/proj/t.py:12", False),  # a class: its id says where
+        ("C:/proj/t.py::MyStore", "C:/other.py:12", True),
+        ("my_store", "C:/proj/conftest.py:7", True),
+        ("conftest.py::x", "conftest.py:1", False),
+    ],
+)
+def test_the_source_is_shown_unless_the_id_already_says_it(
+    impl_id: str, source: str, shown: bool
+) -> None:
+    data = _small(id=impl_id, source=source)
+    line = render_text(data).splitlines()[2]
+    assert line.endswith(f"held 1  {source}") is shown
+    assert line.endswith("held 1") is not shown
+
+
+@pytest.mark.parametrize("only", ["waived", "unverifiable", "pending", "overridden"])
+def test_a_later_group_is_listed_when_the_earlier_ones_are_empty(only: str) -> None:
+    data = report(implementation("Impl", "run_store", {"run_store.a": only, "run_store.b": "held"}))
+    heading = {
+        "waived": "waived",
+        "unverifiable": "unverifiable here (verify it yourself)",
+        "pending": "pending (violated, but not yet held in the baseline)",
+        "overridden": "overridden (not checked as written)",
+    }[only]
+    assert f"\n{heading}:\n  " in render_text(data)
+    assert f"\n### {heading}\n\n- " in render_markdown(data)
+
+
+def test_a_line_exactly_as_wide_as_the_terminal_is_left_as_it_is() -> None:
+    data = _small(teardown_errors=["teardown failed  "])  # two trailing spaces
+    line = next(line for line in render_text(data).splitlines() if "teardown" in line)
+    assert line.endswith("failed  ")
+    assert line in render_text(data, len(line)).splitlines()
+    narrower = render_text(data, len(line) - 1).splitlines()
+    assert line not in narrower
+    assert line.rstrip() in narrower
+
+
+def test_a_blank_line_wider_than_the_terminal_is_kept() -> None:
+    data = _small(teardown_errors=[" " * 60])
+    assert any(line and set(line) == {" "} for line in render_text(data, 30).splitlines())
+
+
+def test_whitespace_inside_prose_is_kept_when_wrapped() -> None:
+    data = _small(teardown_errors=["a\x0bvertical tab and a\x0cform feed " * 4])
+    wrapped = render_text(data, 40)
+    assert "a\x0bvertical" in wrapped
+    assert "a\x0cform" in wrapped
+
+
+def test_a_hyphenated_word_is_not_split() -> None:
+    data = _small(teardown_errors=["see tests/unit/test_report-rendering-with-hyphens.py " * 3])
+    for line in render_text(data, 30).splitlines():
+        assert not line.endswith("-"), line
