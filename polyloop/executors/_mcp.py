@@ -18,12 +18,12 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
 from polyloop._closing import AsyncClosing
 from polyloop._exception_text import exception_text
 from polyloop._timeout import checked_timeout_s, shown_timeout
+from polyloop.executors._artifact_dir import ArtifactDirectory, checked_artifacts_dir
 from polyloop.executors._mcp_connection import Connection, Endpoint
 from polyloop.executors._mcp_content import render
 from polyloop.executors._observation_cap import checked_max_observation_chars
@@ -229,23 +229,6 @@ def _changes(before: ToolRegistry, after: ToolRegistry) -> dict[str, list[str]]:
 # --------------------------------------------------------------------------- checked options
 
 
-def _checked_artifacts_dir(value: object) -> Path | None:
-    if value is None:
-        return None
-    if not isinstance(value, str | os.PathLike) or not os.fspath(value):
-        raise ValueError(f"artifacts_dir must be a non-empty path or None, got {value!r}")
-    try:
-        os.fsencode(value)
-    except UnicodeError:
-        raise ValueError(
-            f"artifacts_dir cannot be encoded for the file system: {value!r}"
-        ) from None
-    path = Path(value)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"artifacts_dir {str(path)!r} exists and is not a directory")
-    return path
-
-
 def _checked_call_timeouts(value: object) -> dict[str, float]:
     if value is None:
         return {}
@@ -386,8 +369,11 @@ class MCPExecutor(AsyncClosing):
         if on_progress is not None and not callable(on_progress):
             raise ValueError(f"on_progress must be callable or None, got {on_progress!r}")
         self.max_observation_chars = checked_max_observation_chars(max_observation_chars)
-        self.artifacts_dir = _checked_artifacts_dir(artifacts_dir)
         self.on_progress = on_progress
+        self.artifacts_dir = checked_artifacts_dir(artifacts_dir)  # last: it may create it
+        self._artifacts = (
+            None if self.artifacts_dir is None else ArtifactDirectory(self.artifacts_dir)
+        )
         self._members = members
         self._opened = False
         self._closed = False
@@ -580,10 +566,10 @@ class MCPExecutor(AsyncClosing):
             text = f"MCP server {member}: {failure.why}"
             return self._outcome(failure.status, text, progress.into(detail))
         schema = self._current().output_schemas.get(action.tool_name)
-        if self.artifacts_dir is None:
+        if self._artifacts is None:
             rendered = render(result, schema, None)
         else:  # writing files: off the event loop
-            rendered = await asyncio.to_thread(render, result, schema, self.artifacts_dir)
+            rendered = await asyncio.to_thread(render, result, schema, self._artifacts)
         text = rendered.text
         if result.is_error and not text.strip():
             text = f"tool {_shown(action.tool_name)} reported an error without a message"
