@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
 from polyloop._closing import AsyncClosing
 from polyloop._exception_text import exception_text
+from polyloop._otel_progress import ProgressEvents, progress_events
 from polyloop._timeout import checked_timeout_s, shown_timeout
 from polyloop.executors._artifact_dir import ArtifactDirectory, checked_artifacts_dir
 from polyloop.executors._mcp_connection import Connection, Endpoint
@@ -549,7 +550,9 @@ class MCPExecutor(AsyncClosing):
     ) -> ActionOutcome:
         assert member.connection is not None
         assert action.tool_name is not None
-        progress = _ProgressLog(action.tool_name, self.on_progress, asyncio.get_running_loop())
+        progress = _ProgressLog(
+            action.tool_name, self.on_progress, asyncio.get_running_loop(), progress_events()
+        )
         try:
             result = await member.connection.call(name, dict(action.tool_args or {}), progress)
         except asyncio.CancelledError:
@@ -660,14 +663,20 @@ def _number(value: object) -> float | None:
 
 class _ProgressLog:
     """The progress notifications of one call: kept for ``detail`` (the last
-    ``_PROGRESS_KEPT``), and passed live to ``on_progress`` on the caller's event loop."""
+    ``_PROGRESS_KEPT``), passed live to ``on_progress`` on the caller's event loop, and added
+    live as events to the span that was current when the call began (``span_events``)."""
 
     def __init__(
-        self, tool: str, on_progress: OnProgress | None, loop: asyncio.AbstractEventLoop
+        self,
+        tool: str,
+        on_progress: OnProgress | None,
+        loop: asyncio.AbstractEventLoop,
+        span_events: ProgressEvents | None,
     ) -> None:
         self.tool = tool
         self.on_progress = on_progress
         self.loop = loop
+        self.span_events = span_events
         self.kept: list[dict[str, Any]] = []
         self.count = 0
 
@@ -675,8 +684,11 @@ class _ProgressLog:
         """On the connection's thread, for each notification."""
         self.count += 1
         said = None if message is None else _cut(str(message))
-        self.kept.append({"progress": _number(done), "total": _number(total), "message": said})
+        value, of = _number(done), _number(total)
+        self.kept.append({"progress": value, "total": of, "message": said})
         del self.kept[:-_PROGRESS_KEPT]
+        if self.span_events is not None:
+            self.span_events.add(value, of, said)
         if self.on_progress is not None:
             with contextlib.suppress(RuntimeError):  # the caller's loop is gone: nobody listens
                 self.loop.call_soon_threadsafe(self.on_progress, self.tool, done, total, message)

@@ -29,9 +29,7 @@ class Rendered:
     artifacts: list[dict[str, Any]] = field(default_factory=list)
 
 
-def render(
-    result: Any, output_schema: object, artifacts: ArtifactDirectory | None
-) -> Rendered:
+def render(result: Any, output_schema: object, artifacts: ArtifactDirectory | None) -> Rendered:
     """``result`` (a ``CallToolResult``) as an observation.
 
     ``structuredContent``, when the server sent it on a result that is not an error, stands for
