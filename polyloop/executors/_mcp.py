@@ -323,7 +323,8 @@ class MCPExecutor(AsyncClosing):
       other JSON-RPC error, or a transport failure. ``detail["error"]`` says which. Returned,
       never raised.
 
-    ``detail`` also holds ``"progress"`` (the call's progress notifications), ``"artifacts"``
+    ``detail`` also holds ``"progress"`` (the call's progress notifications, which also reach
+    ``on_progress`` and the current OpenTelemetry span's events live), ``"artifacts"``
     (the files written) and ``"tools_changed"`` (the tool list the server changed since the
     last call, refreshed before this one). ``CancelledError`` passes through at once (the SDK
     sends the server a cancellation). The SDK's client lives in a task of an event loop on a
