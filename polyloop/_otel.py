@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Final
 
+from polyloop._otel_detail import detail_attributes, detail_error_type
 from polyloop.types import (
     ActionIntent,
     ActionStatus,
@@ -49,6 +50,7 @@ _FAILED_ACTIONS: Final = frozenset({ActionStatus.NOT_EXECUTED, ActionStatus.ENV_
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _INPUT_TOKEN_KEYS: Final = ("input_tokens", "prompt_tokens")
 _OUTPUT_TOKEN_KEYS: Final = ("output_tokens", "completion_tokens")
+_DETAIL_CHARS: Final = 16_384  # the executor's detail as JSON, when content is recorded
 
 
 # Texts from the run (what the model was told, said and saw): recorded only with capture_content.
@@ -150,7 +152,8 @@ def _step_failure(completed: StepCompleted, content: bool) -> tuple[str, str] | 
     if status is None or status not in _FAILED_ACTIONS:
         return None
     described = completed.executor_observation if content else None
-    return described or f"action {status.value}", status.value
+    kind = detail_error_type(completed.executor_detail)  # the executor's reason, if it says
+    return described or f"action {status.value}", kind or status.value
 
 
 def _end(span: Span, failure: tuple[str, str] | None) -> None:
@@ -363,6 +366,10 @@ class OpenTelemetrySink:
         tool = spans.tools.pop(index, None)
         if tool is not None:
             tool.set_attributes(_outcome_attributes(completed.step))
+            content_chars = _DETAIL_CHARS if self.capture_content else None
+            tool.set_attributes(
+                detail_attributes(completed.executor_detail, content_chars=content_chars)
+            )
             _end(tool, failure)
         del spans.steps[index]
         step_span.set_attributes(self._kept(_step_attributes(completed)))

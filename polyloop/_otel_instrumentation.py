@@ -22,6 +22,9 @@ from types import TracebackType
 from typing import Final, Literal, Self
 
 from polyloop._otel import budget_attributes, usage_attributes
+from polyloop._otel_detail import clean as _clean
+from polyloop._otel_detail import detail_attributes, detail_error_type
+from polyloop._otel_progress import CAPTURE_CONTENT_KEY
 from polyloop._version import __version__
 from polyloop.ports import ModelClient, ModelDescription
 from polyloop.types import (
@@ -64,11 +67,6 @@ _TOKEN_BUCKETS: Final = tuple(float(4**n) for n in range(14))
 _DURATION_BUCKETS: Final = tuple(0.01 * 2**n for n in range(14))
 _TRACEPARENT: Final = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-
-
-def _clean(text: str) -> str:
-    """``text`` as an exporter can encode it: a lone surrogate (not UTF-8) becomes U+FFFD."""
-    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
 
 
 def _content_from_env() -> bool:
@@ -410,8 +408,12 @@ class _RunScope:
     # ------------------------------------------------------------------ context and failures
 
     def attach(self, span: Span) -> object:
+        """Make ``span`` current, saying beside it whether content is recorded (what a seam
+        adds to it, such as a tool's progress events, follows the same switch)."""
         with self.shield("making a span current"):
-            return otel_context.attach(trace.set_span_in_context(span))
+            context = trace.set_span_in_context(span)
+            context = otel_context.set_value(CAPTURE_CONTENT_KEY, self.content is not None, context)
+            return otel_context.attach(context)
         return None
 
     def detach(self, token: object) -> None:
@@ -673,10 +675,19 @@ class _ToolCall(_SeamCall):
         span.set_attribute(
             "polyloop.observation_truncated_chars", outcome.observation_truncated_chars
         )
+        content = self.scope.content
+        span.set_attributes(
+            detail_attributes(
+                outcome.detail, content_chars=None if content is None else content.limit
+            )
+        )
         if status is not ActionStatus.EXECUTED:
-            # ActionOutcome carries no structured reason yet: the status is the error's type.
-            span.set_attribute("error.type", status.value)
-            span.set_status(Status(StatusCode.ERROR, f"the action was {status.value}"))
+            # the executor's reason when it gives one (invalid_arguments, timeout, …), else
+            # the status
+            kind = detail_error_type(outcome.detail)
+            span.set_attribute("error.type", kind or status.value)
+            why = f"the action was {status.value}" + (f": {kind}" if kind else "")
+            span.set_status(Status(StatusCode.ERROR, why))
         if self.scope.content is not None:
             text, cut = self.scope.content.text(outcome.observation)
             span.set_attribute("gen_ai.tool.call.result", text)

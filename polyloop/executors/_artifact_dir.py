@@ -1,6 +1,10 @@
 """A directory of artifacts named by their content: where an executor saves the rich outputs
 (images, HTML, JSON, …) that do not belong in an observation's text.
 
+The one rule for every executor that takes an ``artifacts_dir`` (``JupyterExecutor``,
+``MCPExecutor``): the same checks and messages for the option, the same names, the same
+write-once files.
+
 A file's name is the SHA-256 of its bytes plus an extension chosen from the MIME type by a
 fixed table, so nothing the executed code sends can choose a name or a path (no ``../``), the
 same content is one file, and a file that exists is never written again.
@@ -22,6 +26,7 @@ _O_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
 _EXTENSIONS = {
     "image/png": ".png",
     "image/jpeg": ".jpg",
+    "image/jpg": ".jpg",  # not registered, but sent (MCP servers)
     "image/gif": ".gif",
     "image/webp": ".webp",
     "image/bmp": ".bmp",
@@ -38,7 +43,10 @@ _EXTENSIONS = {
     "application/geo+json": ".geojson",
     "application/pdf": ".pdf",
     "audio/wav": ".wav",
+    "audio/x-wav": ".wav",
     "audio/mpeg": ".mp3",
+    "audio/mp3": ".mp3",  # not registered, but sent (MCP servers)
+    "audio/flac": ".flac",
     "audio/ogg": ".ogg",
     "video/mp4": ".mp4",
     "video/webm": ".webm",

@@ -18,12 +18,13 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
 from polyloop._closing import AsyncClosing
 from polyloop._exception_text import exception_text
+from polyloop._otel_progress import ProgressEvents, progress_events
 from polyloop._timeout import checked_timeout_s, shown_timeout
+from polyloop.executors._artifact_dir import ArtifactDirectory, checked_artifacts_dir
 from polyloop.executors._mcp_connection import Connection, Endpoint
 from polyloop.executors._mcp_content import render
 from polyloop.executors._observation_cap import checked_max_observation_chars
@@ -229,23 +230,6 @@ def _changes(before: ToolRegistry, after: ToolRegistry) -> dict[str, list[str]]:
 # --------------------------------------------------------------------------- checked options
 
 
-def _checked_artifacts_dir(value: object) -> Path | None:
-    if value is None:
-        return None
-    if not isinstance(value, str | os.PathLike) or not os.fspath(value):
-        raise ValueError(f"artifacts_dir must be a non-empty path or None, got {value!r}")
-    try:
-        os.fsencode(value)
-    except UnicodeError:
-        raise ValueError(
-            f"artifacts_dir cannot be encoded for the file system: {value!r}"
-        ) from None
-    path = Path(value)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"artifacts_dir {str(path)!r} exists and is not a directory")
-    return path
-
-
 def _checked_call_timeouts(value: object) -> dict[str, float]:
     if value is None:
         return {}
@@ -339,7 +323,8 @@ class MCPExecutor(AsyncClosing):
       other JSON-RPC error, or a transport failure. ``detail["error"]`` says which. Returned,
       never raised.
 
-    ``detail`` also holds ``"progress"`` (the call's progress notifications), ``"artifacts"``
+    ``detail`` also holds ``"progress"`` (the call's progress notifications, which also reach
+    ``on_progress`` and the current OpenTelemetry span's events live), ``"artifacts"``
     (the files written) and ``"tools_changed"`` (the tool list the server changed since the
     last call, refreshed before this one). ``CancelledError`` passes through at once (the SDK
     sends the server a cancellation). The SDK's client lives in a task of an event loop on a
@@ -386,8 +371,11 @@ class MCPExecutor(AsyncClosing):
         if on_progress is not None and not callable(on_progress):
             raise ValueError(f"on_progress must be callable or None, got {on_progress!r}")
         self.max_observation_chars = checked_max_observation_chars(max_observation_chars)
-        self.artifacts_dir = _checked_artifacts_dir(artifacts_dir)
         self.on_progress = on_progress
+        self.artifacts_dir = checked_artifacts_dir(artifacts_dir)  # last: it may create it
+        self._artifacts = (
+            None if self.artifacts_dir is None else ArtifactDirectory(self.artifacts_dir)
+        )
         self._members = members
         self._opened = False
         self._closed = False
@@ -563,7 +551,9 @@ class MCPExecutor(AsyncClosing):
     ) -> ActionOutcome:
         assert member.connection is not None
         assert action.tool_name is not None
-        progress = _ProgressLog(action.tool_name, self.on_progress, asyncio.get_running_loop())
+        progress = _ProgressLog(
+            action.tool_name, self.on_progress, asyncio.get_running_loop(), progress_events()
+        )
         try:
             result = await member.connection.call(name, dict(action.tool_args or {}), progress)
         except asyncio.CancelledError:
@@ -580,10 +570,10 @@ class MCPExecutor(AsyncClosing):
             text = f"MCP server {member}: {failure.why}"
             return self._outcome(failure.status, text, progress.into(detail))
         schema = self._current().output_schemas.get(action.tool_name)
-        if self.artifacts_dir is None:
+        if self._artifacts is None:
             rendered = render(result, schema, None)
         else:  # writing files: off the event loop
-            rendered = await asyncio.to_thread(render, result, schema, self.artifacts_dir)
+            rendered = await asyncio.to_thread(render, result, schema, self._artifacts)
         text = rendered.text
         if result.is_error and not text.strip():
             text = f"tool {_shown(action.tool_name)} reported an error without a message"
@@ -674,14 +664,20 @@ def _number(value: object) -> float | None:
 
 class _ProgressLog:
     """The progress notifications of one call: kept for ``detail`` (the last
-    ``_PROGRESS_KEPT``), and passed live to ``on_progress`` on the caller's event loop."""
+    ``_PROGRESS_KEPT``), passed live to ``on_progress`` on the caller's event loop, and added
+    live as events to the span that was current when the call began (``span_events``)."""
 
     def __init__(
-        self, tool: str, on_progress: OnProgress | None, loop: asyncio.AbstractEventLoop
+        self,
+        tool: str,
+        on_progress: OnProgress | None,
+        loop: asyncio.AbstractEventLoop,
+        span_events: ProgressEvents | None,
     ) -> None:
         self.tool = tool
         self.on_progress = on_progress
         self.loop = loop
+        self.span_events = span_events
         self.kept: list[dict[str, Any]] = []
         self.count = 0
 
@@ -689,8 +685,11 @@ class _ProgressLog:
         """On the connection's thread, for each notification."""
         self.count += 1
         said = None if message is None else _cut(str(message))
-        self.kept.append({"progress": _number(done), "total": _number(total), "message": said})
+        value, of = _number(done), _number(total)
+        self.kept.append({"progress": value, "total": of, "message": said})
         del self.kept[:-_PROGRESS_KEPT]
+        if self.span_events is not None:
+            self.span_events.add(value, of, said)
         if self.on_progress is not None:
             with contextlib.suppress(RuntimeError):  # the caller's loop is gone: nobody listens
                 self.loop.call_soon_threadsafe(self.on_progress, self.tool, done, total, message)

@@ -9,22 +9,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import mimetypes
-import os
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from polyloop.executors._artifact_dir import ArtifactDirectory, extension_for
 from polyloop.types import canonical_json
 
 __all__ = ["Rendered", "render"]
 
 _MIME_SHOWN = 100  # a server's MIME type is untrusted text: cut here
 _URI_SHOWN = 300
-# MIME types MCP servers send that the mimetypes tables lack (the SDK's Audio says audio/wav)
-_EXTENSIONS = {"audio/wav": ".wav", "audio/mp3": ".mp3", "image/jpg": ".jpg"}
 
 
 @dataclass(slots=True)
@@ -35,14 +29,14 @@ class Rendered:
     artifacts: list[dict[str, Any]] = field(default_factory=list)
 
 
-def render(result: Any, output_schema: object, artifacts_dir: Path | None) -> Rendered:
+def render(result: Any, output_schema: object, artifacts: ArtifactDirectory | None) -> Rendered:
     """``result`` (a ``CallToolResult``) as an observation.
 
     ``structuredContent``, when the server sent it on a result that is not an error, stands for
     the result's text blocks (which the protocol asks to be its serialisation): a lone
     ``{"result": …}`` the SDK wraps around a tool's plain return value (``output_schema`` says
     so) is shown as that value, anything else as canonical JSON. Blocks of other kinds follow,
-    one per line.
+    one per line. Images, audio and binary resources are saved in ``artifacts`` when given.
     """
     rendered = Rendered()
     structured = None if result.is_error else result.structured_content
@@ -50,7 +44,7 @@ def render(result: Any, output_schema: object, artifacts_dir: Path | None) -> Re
     for block in result.content:
         if structured is not None and getattr(block, "type", None) == "text":
             continue
-        parts.append(_block(block, artifacts_dir, rendered.artifacts))
+        parts.append(_block(block, artifacts, rendered.artifacts))
     rendered.text = "\n".join(parts)
     return rendered
 
@@ -74,13 +68,13 @@ def _wraps_a_result(schema: object) -> bool:
     return isinstance(properties, dict) and properties.keys() == {"result"}
 
 
-def _block(block: Any, artifacts_dir: Path | None, artifacts: list[dict[str, Any]]) -> str:
+def _block(block: Any, directory: ArtifactDirectory | None, saved: list[dict[str, Any]]) -> str:
     """One content block as text: text as is, the rest inlined, saved or summarised."""
     kind = getattr(block, "type", None)
     if kind == "text":
         return str(block.text)
     if kind in ("image", "audio"):
-        return _binary(kind, block.mime_type, block.data, artifacts_dir, artifacts)
+        return _binary(kind, block.mime_type, block.data, directory, saved)
     if kind == "resource_link":
         mime = _mime(block.mime_type)
         return f"[resource link: {_line(str(block.uri), _URI_SHOWN)}, {mime}]"
@@ -91,7 +85,7 @@ def _block(block: Any, artifacts_dir: Path | None, artifacts: list[dict[str, Any
         if isinstance(text, str):
             return f"[resource {uri}: {_mime(contents.mime_type)}, {len(text)} characters]\n{text}"
         what = f"resource {uri}"
-        return _binary(what, contents.mime_type, contents.blob, artifacts_dir, artifacts)
+        return _binary(what, contents.mime_type, contents.blob, directory, saved)
     return f"[{_line(str(kind or 'unknown'), 40)} content]"
 
 
@@ -106,47 +100,37 @@ def _line(text: str, limit: int) -> str:
 
 
 def _binary(
-    what: str, mime: object, data: str, artifacts_dir: Path | None, artifacts: list[dict[str, Any]]
+    what: str,
+    mime: object,
+    data: str,
+    directory: ArtifactDirectory | None,
+    saved: list[dict[str, Any]],
 ) -> str:
-    """``[what: mime, size]``, and the file the bytes were saved in when there is a directory."""
+    """``[what: mime, size]``, and the file the bytes were saved in when there is a directory.
+
+    The file is named by :class:`ArtifactDirectory` (the SHA-256 of the bytes, an extension
+    from its fixed MIME table: nothing the server says reaches the name). A file that cannot be
+    written (disk full, directory not writable) is said so; the tool ran all the same.
+    """
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         return f"[{what}: {_mime(mime)}, {len(data)} base64 characters, not valid base64]"
-    if artifacts_dir is None:
+    if directory is None:
         return f"[{what}: {_mime(mime)}, {len(raw)} bytes]"
-    path = _save(raw, mime, artifacts_dir)
-    artifacts.append(
+    extension = extension_for(mime if isinstance(mime, str) else "", binary=True)
+    try:
+        artifact = directory.save(raw, extension)
+    except OSError as exc:
+        reason = _line(exc.strerror or str(exc), _MIME_SHOWN)
+        return f"[{what}: {_mime(mime)}, {len(raw)} bytes, not saved: {reason}]"
+    path = directory.path / artifact.name
+    saved.append(
         {
             "file": str(path),
             "mime_type": _mime(mime),
-            "bytes": len(raw),
+            "bytes": artifact.size,
             "sha256": path.stem,
         }
     )
     return f"[{what}: {_mime(mime)}, {len(raw)} bytes, saved as {path}]"
-
-
-def _save(raw: bytes, mime: object, directory: Path) -> Path:
-    """Write ``raw`` as ``<sha256><extension>`` in ``directory`` (once: the name is the content).
-
-    The extension comes from the MIME type through :mod:`mimetypes` and a few names it lacks
-    (``.bin`` when none fits), so nothing the server says reaches the file name. The file
-    appears whole or not at all: it is written beside and renamed.
-    """
-    extension = None
-    if isinstance(mime, str):
-        extension = _EXTENSIONS.get(mime.lower()) or mimetypes.guess_extension(mime)
-    path = directory / (hashlib.sha256(raw).hexdigest() + (extension or ".bin"))
-    if path.exists():
-        return path
-    directory.mkdir(parents=True, exist_ok=True)
-    handle, partial = tempfile.mkstemp(dir=directory, prefix=".partial-")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(raw)
-        os.replace(partial, path)
-    except BaseException:
-        Path(partial).unlink(missing_ok=True)
-        raise
-    return path

@@ -748,6 +748,7 @@ def test_a_result_without_content_blocks_shows_its_structured_content_as_canonic
 
 
 def test_blocks_of_unknown_kinds_and_bad_base64_are_summarised_not_raised(tmp_path: Path) -> None:
+    from polyloop.executors._artifact_dir import ArtifactDirectory
     from polyloop.executors._mcp_content import render
 
     result = block(
@@ -761,7 +762,7 @@ def test_blocks_of_unknown_kinds_and_bad_base64_are_summarised_not_raised(tmp_pa
         is_error=False,
     )
 
-    rendered = render(result, None, tmp_path)
+    rendered = render(result, None, ArtifactDirectory(tmp_path))
 
     lines = rendered.text.splitlines()
     assert lines[0] == "[image: image/png, 3 base64 characters, not valid base64]"

@@ -663,6 +663,120 @@ async def test_an_env_error_marks_the_tool_span_and_the_run():
     assert attrs(telemetry.one("invoke_agent"))["error.type"] == "env_error"
 
 
+SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "maximum": 10}},
+    "required": ["a"],
+}
+
+
+async def refused_run(*calls: str, **options: Any) -> Telemetry:
+    """A ToolExecutor run whose model makes ``calls`` (JSON tool calls), then answers."""
+    from polyloop.executors import ToolExecutor
+    from polyloop.parsers import JsonToolCallParser
+    from polyloop.tools import Tool, ToolRegistry
+
+    tools = ToolRegistry([Tool(name="add", description="", parameters=SCHEMA, func=lambda **k: 1)])
+    telemetry = Telemetry()
+    await polyloop.run(
+        agent(tools=tools), GOAL, model=ScriptedModel([*calls, '{"final_answer": "done"}']),
+        parser=JsonToolCallParser(), executor=ToolExecutor(tools), store=MemoryStore(),
+        instrumentation=telemetry.instrumentation(**options),
+    )  # fmt: skip
+    return telemetry
+
+
+BAD_ADD = '{"tool": "add", "arguments": {"a": "secret-value", "b": 99}}'
+
+
+@pytest.mark.asyncio
+async def test_a_refused_tool_span_carries_the_refusal_kind_and_its_reason(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.delenv(CONTENT_ENV, raising=False)
+    telemetry = await refused_run(BAD_ADD, '{"tool": "delete", "arguments": {}}')
+
+    invalid, unknown = telemetry.named("execute_tool")
+    assert attrs(invalid)["error.type"] == "invalid_arguments"
+    assert invalid.status.status_code is StatusCode.ERROR
+    assert invalid.status.description == "the action was not_executed: invalid_arguments"
+    assert attrs(invalid)["polyloop.refusal.kind"] == "invalid_arguments"
+    assert attrs(invalid)["polyloop.refusal.tool"] == "add"
+    assert attrs(invalid)["polyloop.refusal.violations.path"] == ("a", "b")
+    assert attrs(invalid)["polyloop.refusal.violations.rule"] == ("type", "maximum")
+    assert attrs(unknown)["error.type"] == "unknown_tool"
+    assert attrs(unknown)["polyloop.refusal.tool"] == "delete"
+    assert attrs(unknown)["polyloop.refusal.available"] == ("add",)
+    # the messages quote the arguments: content, off by default
+    assert "secret-value" not in recorded_texts(telemetry)
+    assert not any(
+        key.endswith(".message") or key == "polyloop.executor_detail"
+        for span in telemetry.spans
+        for key in attrs(span)
+    )
+
+
+@pytest.mark.asyncio
+async def test_with_content_the_refusal_messages_and_the_whole_detail_are_recorded_capped():
+    telemetry = await refused_run(BAD_ADD, capture_content=True)
+
+    tool = telemetry.one("execute_tool")
+    assert attrs(tool)["polyloop.refusal.violations.message"] == (
+        "'secret-value' is not of type 'integer'",
+        "99 is greater than the maximum of 10",
+    )
+    detail = json.loads(attrs(tool)["polyloop.executor_detail"])
+    assert detail["refusal"]["violations"][0]["path"] == "a"
+    assert "polyloop.executor_detail_truncated_chars" not in attrs(tool)
+
+    capped = (await refused_run(BAD_ADD, capture_content=True, max_content_chars=40)).one(
+        "execute_tool"
+    )
+    full = attrs(tool)["polyloop.executor_detail"]
+    assert attrs(capped)["polyloop.executor_detail"] == full[:40]
+    assert attrs(capped)["polyloop.executor_detail_truncated_chars"] == len(full) - 40
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("detail", "error_type"),
+    [
+        ({"error": {"kind": "timeout", "timeout_s": 5}}, "timeout"),
+        (
+            {"error": {"kind": "authentication", "status": 401, "challenge": "Bearer"}},
+            "authentication",
+        ),
+        ({"refusal": {"kind": "server_refused", "code": -32602, "message": "m"}}, "server_refused"),
+        ({"error": {"kind": 7}}, "env_error"),  # not a kind: the status is the type
+        ({"error": "timeout"}, "env_error"),
+        ({"other": 1}, "env_error"),
+        (None, "env_error"),
+        ({"error": {"kind": "\ud800" + "k" * 500}}, "\ufffd" + "k" * 199 + "…"),
+    ],
+)
+async def test_the_error_type_of_a_failed_tool_span_is_the_details_kind_else_the_status(
+    detail: Any, error_type: str
+):
+    telemetry = Telemetry()
+    outcome = ActionOutcome(status=ActionStatus.ENV_ERROR, observation="down", detail=detail)
+    seams = script(act(ActionStatus.ENV_ERROR, tool_name="db"))
+    seams.executor.outcomes["action-0"] = outcome
+
+    await polyloop.run(agent(), GOAL, **seams.kwargs(), instrumentation=telemetry.instrumentation())
+
+    tool = attrs(telemetry.one("execute_tool"))
+    assert tool["error.type"] == error_type
+    kind = detail.get("error", detail.get("refusal")) if isinstance(detail, dict) else None
+    if isinstance(kind, dict) and kind.get("kind") == "timeout":
+        assert tool["polyloop.error.timeout_s"] == 5.0
+    if isinstance(kind, dict) and kind.get("kind") == "authentication":
+        assert tool["polyloop.error.status"] == 401
+        assert "polyloop.error.challenge" not in tool  # a server's text: content
+    if isinstance(kind, dict) and kind.get("kind") == "server_refused":
+        assert tool["polyloop.refusal.code"] == -32602
+        assert "polyloop.refusal.message" not in tool
+
+
 @pytest.mark.asyncio
 async def test_an_executor_that_raises_ends_every_span_with_its_error_type():
     telemetry = Telemetry()

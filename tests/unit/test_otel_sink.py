@@ -293,6 +293,33 @@ async def test_an_env_error_marks_the_tool_the_step_and_the_run_as_errors():
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("content", [False, True])
+async def test_a_refused_tool_span_carries_the_executors_reason(content: bool):
+    provider, exporter = tracing()
+    seams = script(act(ActionStatus.NOT_EXECUTED, tool_name="add"), final("no"))
+    reason = {
+        "kind": "invalid_arguments",
+        "tool": "add",
+        "violations": [{"path": "a", "rule": "type", "message": "'hush' is not of type 'integer'"}],
+    }
+    seams.executor.outcomes["action-0"] = ActionOutcome(
+        status=ActionStatus.NOT_EXECUTED, observation="refused", detail={"refusal": reason}
+    )
+
+    await polyloop.run(
+        agent(), GOAL, **seams.kwargs(), events=OpenTelemetrySink(provider, capture_content=content)
+    )
+
+    (tool,) = named(exporter.get_finished_spans(), "execute_tool add")
+    assert attrs(tool)["error.type"] == "invalid_arguments"
+    assert attrs(tool)["polyloop.refusal.kind"] == "invalid_arguments"
+    assert attrs(tool)["polyloop.refusal.violations.path"] == ("a",)
+    assert attrs(tool)["polyloop.refusal.violations.rule"] == ("type",)
+    said = [v for v in attrs(tool).values() if "hush" in str(v)]
+    assert bool(said) is content  # the message quotes an argument: content
+
+
+@pytest.mark.asyncio
 async def test_a_resumed_run_from_a_new_sink_is_a_new_segment_of_the_remaining_steps():
     store = MemoryStore()
     first_provider, first = tracing()
