@@ -8,9 +8,11 @@ durable intent record, so a crashed run resumes without silently repeating an ac
 from __future__ import annotations
 
 from polyloop._loop import resume, run
+from polyloop._run_index import Percentiles, RunQuery, RunStats, RunSummary
 from polyloop._run_id import validate_run_id
 from polyloop._version import __version__
 from polyloop.errors import (
+    IndexNotBuilt,
     InvalidRunId,
     ParametersChanged,
     PolyloopError,
@@ -64,6 +66,7 @@ __all__ = [
     "Budget",
     "Event",
     "FinalAnswer",
+    "IndexNotBuilt",
     "InvalidDecision",
     "InvalidRunId",
     "Message",
@@ -72,6 +75,7 @@ __all__ = [
     "ModelReply",
     "ParametersChanged",
     "ParsedReply",
+    "Percentiles",
     "PolyloopError",
     "Record",
     "RunAlreadyExists",
@@ -80,8 +84,11 @@ __all__ = [
     "RunFinished",
     "RunLog",
     "RunNotFound",
+    "RunQuery",
     "RunResult",
     "RunStarted",
+    "RunStats",
+    "RunSummary",
     "SchemaVersionError",
     "StepCompleted",
     "StepRecord",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from polyloop._run_index import RunQuery, RunStats, RunSummary
 from polyloop.errors import (
     RunAlreadyExists,
     RunAlreadyFinished,
@@ -42,6 +43,7 @@ __all__ = [
     "Event",
     "EventSink",
     "FinalAnswer",
+    "IndexedRunStore",
     "InlineCommitRunStore",
     "InvalidDecision",
     "Message",
@@ -53,7 +55,10 @@ __all__ = [
     "RunAlreadyFinished",
     "RunConflict",
     "RunLog",
+    "RunQuery",
+    "RunStats",
     "RunStore",
+    "RunSummary",
 ]
 
 SEAM_NAMES: tuple[str, ...] = (
@@ -154,3 +159,22 @@ class InlineCommitRunStore(BatchRunStore, Protocol):
     """
 
     def commit_now(self, run_id: str, records: Sequence[Record], *, sequence: int) -> bool: ...
+
+
+@runtime_checkable
+class IndexedRunStore(RunStore, Protocol):
+    """A run store that keeps a run index: one :class:`RunSummary` row per run (optional).
+
+    The row is updated in the same transaction as the records it summarises, so it never
+    disagrees with the log — not even after a crash or a refused batch (the kit's promise
+    ``run_store.index_agrees_with_log``). ``polyloop runs``, ``stats`` and ``export`` use it
+    when a store has it and otherwise read every log.
+
+    ``query_runs`` returns the rows ``query`` selects, oldest first (``started_at``, then run
+    id), the newest ``query.limit`` of them when a limit is set. ``run_stats`` returns the
+    statistics of the rows ``query`` selects (its ``limit`` ignored). Both never read a log.
+    """
+
+    async def query_runs(self, query: RunQuery) -> list[RunSummary]: ...
+
+    async def run_stats(self, query: RunQuery) -> RunStats: ...

@@ -1,0 +1,220 @@
+"""The run index in SQL, written once for SQLite and PostgreSQL: filters, rows and statistics.
+
+Both stores keep the same three things beside their records: a row per run (the
+:class:`~polyloop.RunSummary` columns, labels as JSON text), ``polyloop_run_labels`` (one row
+per label, what ``--label k=v`` filters on) and ``polyloop_run_usage`` (one row per usage key,
+what the usage totals sum). Label and usage keys and values are stored as their ASCII JSON text
+(:func:`encoded`), so any Python string — a NUL, a lone surrogate — is stored and compared
+exactly in either database (PostgreSQL's ``text`` holds neither as it is).
+
+The statistics are computed by the database from one grouped scan (stop reason × steps ×
+executed actions: a few hundred groups, whatever the number of runs) and one sum per usage
+key, so ``polyloop stats`` moves no per-run data into Python.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from polyloop._run_index import (
+    RUNNING,
+    Percentiles,
+    RunQuery,
+    RunStats,
+    RunSummary,
+    nearest_rank,
+)
+
+__all__ = [
+    "IndexSql",
+    "decoded",
+    "encoded",
+    "labels_text",
+    "rows_to_summaries",
+    "stats_from_groups",
+]
+
+
+def encoded(text: str) -> str:
+    """A label or usage key (or label value) as stored: its JSON text, ASCII only."""
+    return json.dumps(text)
+
+
+def decoded(text: str) -> str:
+    value = json.loads(text)
+    if not isinstance(value, str):
+        raise ValueError(f"an index key must be a JSON string, got {text!r}")
+    return value
+
+
+def labels_text(labels: dict[str, str]) -> str:
+    """The labels column: the mapping as ASCII JSON text, keys sorted."""
+    return json.dumps(labels, sort_keys=True)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSql:
+    """The statements of one database: its placeholder and the name of its start column."""
+
+    placeholder: str  # "?" (sqlite3) or "%s" (psycopg)
+    started: str  # the column holding RunStarted.started_at
+
+    @property
+    def columns(self) -> str:
+        return (
+            f"run_id, batch, task_id, labels, {self.started}, finished_at, stop_reason, steps, "
+            "executed_actions"
+        )
+
+    def where(self, query: RunQuery) -> tuple[str, list[Any]]:
+        """``WHERE …`` (or ``""``) over ``polyloop_runs`` for the filters of ``query``."""
+        ph = self.placeholder
+        clauses: list[str] = []
+        params: list[Any] = []
+        if query.batch is not None:
+            clauses.append(f"batch = {ph}")
+            params.append(query.batch)
+        if query.stop_reasons:
+            reasons = [r for r in query.stop_reasons if r != RUNNING]
+            either = []
+            if reasons:
+                either.append(f"stop_reason IN ({', '.join([ph] * len(reasons))})")
+                params.extend(reasons)
+            if RUNNING in query.stop_reasons:
+                either.append("stop_reason IS NULL")
+            clauses.append("(" + " OR ".join(either) + ")")
+        if query.since is not None:
+            clauses.append(f"{self.started} >= {ph}")
+            params.append(query.since)
+        for key, value in sorted(query.labels.items()):
+            clauses.append(
+                f"run_id IN (SELECT run_id FROM polyloop_run_labels WHERE key = {ph} "
+                f"AND value = {ph})"
+            )
+            params.extend((encoded(key), encoded(value)))
+        return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+    def rows(self, query: RunQuery) -> tuple[str, list[Any]]:
+        """The selected rows, newest first (the caller reverses them), limited."""
+        where, params = self.where(query)
+        sql = (
+            f"SELECT {self.columns} FROM polyloop_runs {where} "
+            f"ORDER BY {self.started} DESC, run_id DESC"
+        )
+        if query.limit is not None:
+            sql += f" LIMIT {self.placeholder}"
+            params.append(query.limit)
+        return sql, params
+
+    def usage_of(self, run_ids: Sequence[str]) -> tuple[str, list[Any]]:
+        marks = ", ".join([self.placeholder] * len(run_ids))
+        return (
+            f"SELECT run_id, key, tokens FROM polyloop_run_usage WHERE run_id IN ({marks})",
+            list(run_ids),
+        )
+
+    def usage_where(self, query: RunQuery) -> tuple[str, list[Any]]:
+        """Every usage row of the runs ``query`` selects (its limit ignored)."""
+        where, params = self.where(query)
+        if not where:
+            return "SELECT run_id, key, tokens FROM polyloop_run_usage", params
+        return (
+            "SELECT run_id, key, tokens FROM polyloop_run_usage WHERE run_id IN "
+            f"(SELECT run_id FROM polyloop_runs {where})",
+            params,
+        )
+
+    def groups(self, query: RunQuery) -> tuple[str, list[Any]]:
+        """(stop reason, steps, executed actions, count) over the selected runs."""
+        where, params = self.where(query)
+        return (
+            "SELECT stop_reason, steps, executed_actions, count(*) FROM polyloop_runs "
+            f"{where} GROUP BY stop_reason, steps, executed_actions",
+            params,
+        )
+
+    def usage_totals(self, query: RunQuery) -> tuple[str, list[Any]]:
+        where, params = self.where(query)
+        inner = "" if not where else f"WHERE run_id IN (SELECT run_id FROM polyloop_runs {where})"
+        return (
+            f"SELECT key, sum(tokens) FROM polyloop_run_usage {inner} GROUP BY key",
+            params,
+        )
+
+
+def rows_to_summaries(
+    rows: Iterable[Sequence[Any]], usage: Iterable[Sequence[Any]]
+) -> list[RunSummary]:
+    """Rows of :attr:`IndexSql.columns` (newest first) and usage rows, as summaries oldest
+    first."""
+    by_run: dict[str, dict[str, int]] = {}
+    for run_id, key, tokens in usage:
+        by_run.setdefault(str(run_id), {})[decoded(key)] = int(tokens)
+    summaries = [
+        RunSummary(
+            run_id=str(run_id),
+            batch=batch,
+            task_id=task_id,
+            labels=json.loads(labels),
+            started_at=str(started_at),
+            finished_at=finished_at,
+            stop_reason=stop_reason,
+            steps=int(steps),
+            executed_actions=int(executed),
+            usage=by_run.get(str(run_id), {}),
+        )
+        for (run_id, batch, task_id, labels, started_at, finished_at, stop_reason, steps, executed)
+        in rows
+    ]
+    summaries.reverse()
+    return summaries
+
+
+def stats_from_groups(
+    groups: Iterable[Sequence[Any]], usage_totals: Iterable[Sequence[Any]]
+) -> RunStats:
+    """:class:`RunStats` from the grouped scan and the usage sums."""
+    runs = running = 0
+    reasons: dict[str, int] = {}
+    steps: dict[int, int] = {}
+    executed: dict[int, int] = {}
+    for stop_reason, step_count, executed_count, count in groups:
+        count = int(count)
+        runs += count
+        if stop_reason is None:
+            running += count
+            continue
+        reasons[str(stop_reason)] = reasons.get(str(stop_reason), 0) + count
+        steps[int(step_count)] = steps.get(int(step_count), 0) + count
+        executed[int(executed_count)] = executed.get(int(executed_count), 0) + count
+    return RunStats(
+        runs=runs,
+        running=running,
+        stop_reasons=reasons,
+        steps=_percentiles(steps),
+        executed_actions=_percentiles(executed),
+        usage={decoded(key): int(total) for key, total in usage_totals},
+    )
+
+
+def _percentiles(histogram: dict[int, int]) -> Percentiles | None:
+    """Nearest-rank percentiles of a histogram (value → how many runs), as
+    :func:`polyloop._run_index.percentiles` computes them from the values."""
+    total = sum(histogram.values())
+    if not total:
+        return None
+    ordered = sorted(histogram.items())
+
+    def rank(percent: int) -> int:
+        wanted = nearest_rank(percent, total)
+        seen = 0
+        for value, count in ordered:
+            seen += count
+            if seen >= wanted:
+                return value
+        return ordered[-1][0]
+
+    return Percentiles(median=rank(50), p90=rank(90), max=ordered[-1][0])
