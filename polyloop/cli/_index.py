@@ -33,7 +33,6 @@ from polyloop.cli._read_only import NoStore, ReadOnlySQLite, open_for_reading
 from polyloop.errors import IndexNotBuilt, PolyloopError, SchemaVersionError, StoreCorrupted
 from polyloop.ports import RunStore
 from polyloop.stores import open_store, sqlite_path
-from polyloop.stores._sqlite import _inspect_file
 from polyloop.types import RunLog, StepCompleted, StopReason
 
 __all__ = ["StoreUnavailable", "add_index_commands", "query_of"]
@@ -332,18 +331,13 @@ class Output:
 
 
 def check_store_exists_for_migration(url: str) -> None:
-    """``migrate`` never creates a store: a SQLite file must already be one."""
-    path = sqlite_path(url)
-    if path is None:
+    """``migrate`` never creates a store: a SQLite file must already be a polyloop store (it is
+    checked read-only first, so anything else is refused untouched)."""
+    if sqlite_path(url) is None:
         return
-    target = Path(path)
-    if not target.exists():
-        raise StoreUnavailable(f"no store at {target.absolute()} (nothing to migrate)")
-    try:
-        if _inspect_file(target.absolute()):
-            raise StoreUnavailable(f"{target.absolute()}: an empty file, not a polyloop store")
-    except StoreCorrupted as exc:
-        raise StoreUnavailable(str(exc)) from None
+    reader = open_reader(url)
+    if isinstance(reader, ReadOnlySQLite):
+        reader.close()
 
 
 def open_for_migration(url: str) -> RunStore:

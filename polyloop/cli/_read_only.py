@@ -109,6 +109,9 @@ class ReadOnlySQLite:
             raise StoreCorrupted(f"{self.path}: cannot be read ({exc})") from None
 
     async def aclose(self) -> None:
+        self.close()
+
+    def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
