@@ -8,8 +8,8 @@ durable intent record, so a crashed run resumes without silently repeating an ac
 from __future__ import annotations
 
 from polyloop._loop import resume, run
-from polyloop._run_index import Percentiles, RunQuery, RunStats, RunSummary
 from polyloop._run_id import validate_run_id
+from polyloop._run_index import Percentiles, RunQuery, RunStats, RunSummary
 from polyloop._version import __version__
 from polyloop.errors import (
     IndexNotBuilt,

@@ -70,7 +70,7 @@ class RunSummary:
     stop_reason: str | None = None
     steps: int = 0
     executed_actions: int = 0
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, int | float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The row as the JSON formats write it (``polyloop runs --format json``, export)."""
@@ -95,18 +95,13 @@ class IndexDelta:
     started: RunStarted | None
     steps: int
     executed_actions: int
-    usage: dict[str, int]
+    usage: dict[str, int | float]
     finished: RunFinished | None
 
     @property
     def empty(self) -> bool:
         """Nothing to write: a batch of intents only."""
-        return (
-            self.started is None
-            and not self.steps
-            and not self.usage
-            and self.finished is None
-        )
+        return self.started is None and not self.steps and not self.usage and self.finished is None
 
 
 def index_delta(records: Iterable[Record]) -> IndexDelta:
@@ -114,7 +109,7 @@ def index_delta(records: Iterable[Record]) -> IndexDelta:
     started: RunStarted | None = None
     finished: RunFinished | None = None
     steps = executed = 0
-    usage: dict[str, int] = {}
+    usage: dict[str, int | float] = {}
     for record in records:
         if isinstance(record, StepCompleted):
             steps += 1
@@ -284,7 +279,7 @@ class RunStats:
     stop_reasons: dict[str, int]
     steps: Percentiles | None
     executed_actions: Percentiles | None
-    usage: dict[str, int]
+    usage: dict[str, int | float]
 
     def to_dict(self) -> dict[str, Any]:
         """The object ``polyloop stats --format json`` writes."""
@@ -313,7 +308,7 @@ def stats_of(rows: Iterable[RunSummary]) -> RunStats:
     reasons: dict[str, int] = {}
     steps: list[int] = []
     executed: list[int] = []
-    usage: dict[str, int] = {}
+    usage: dict[str, int | float] = {}
     for row in rows:
         runs += 1
         for key, tokens in row.usage.items():

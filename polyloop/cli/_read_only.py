@@ -90,7 +90,8 @@ class ReadOnlySQLite:
     async def query_runs(self, query: RunQuery) -> list[RunSummary]:
         """The run index's rows; ``IndexNotBuilt`` for a store written without the index (this
         reader never builds it: that is a write)."""
-        return self._indexed(lambda conn: query_runs(conn, query))
+        rows: list[RunSummary] = self._indexed(lambda conn: query_runs(conn, query))
+        return rows
 
     async def run_stats(self, query: RunQuery) -> RunStats:
         stats: RunStats = self._indexed(lambda conn: run_stats(conn, query))

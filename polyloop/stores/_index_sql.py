@@ -15,6 +15,7 @@ key, so ``polyloop stats`` moves no per-run data into Python.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,11 +31,15 @@ from polyloop._run_index import (
 
 __all__ = [
     "IndexSql",
+    "column_text",
+    "column_value",
     "decoded",
     "encoded",
     "labels_text",
+    "read_number",
     "rows_to_summaries",
     "stats_from_groups",
+    "storable_number",
 ]
 
 
@@ -48,6 +53,60 @@ def decoded(text: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"an index key must be a JSON string, got {text!r}")
     return value
+
+
+def column_text(text: str | None) -> str | None:
+    """A batch id, task id or timestamp as its column holds it: itself when both databases can
+    store it, else its ASCII JSON spelling (a lone surrogate or a NUL: neither database's text
+    holds them), so an append never fails for the index's sake."""
+    if text is None or _utf8(text):
+        return text
+    return json.dumps(text)
+
+
+def _utf8(text: str) -> bool:
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def column_value(stored: str | None) -> str | None:
+    """:func:`column_text` reversed."""
+    if stored is None or not stored.startswith('"'):
+        return stored
+    try:
+        value = json.loads(stored)
+    except ValueError:
+        return stored
+    if isinstance(value, str) and not _utf8(value) and json.dumps(value) == stored:
+        return value
+    return stored
+
+
+_INT64 = (1 << 63) - 1
+
+
+def storable_number(value: float) -> float:
+    """A usage number as both databases store it: an int in 64 bits as it is, anything else
+    as a float (the largest float for an int beyond it)."""
+    if isinstance(value, int) and -_INT64 <= value <= _INT64:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        return sys.float_info.max if value > 0 else -sys.float_info.max
+
+
+def read_number(value: Any) -> int | float:
+    """A usage number as read back (PostgreSQL's numeric is a ``Decimal``)."""
+    if isinstance(value, int | float):
+        return value
+    number = float(value)
+    return int(value) if number.is_integer() and abs(number) <= _INT64 else number
 
 
 def labels_text(labels: dict[str, str]) -> str:
@@ -76,7 +135,7 @@ class IndexSql:
         params: list[Any] = []
         if query.batch is not None:
             clauses.append(f"batch = {ph}")
-            params.append(query.batch)
+            params.append(column_text(query.batch))
         if query.stop_reasons:
             reasons = [r for r in query.stop_reasons if r != RUNNING]
             either = []
@@ -136,11 +195,12 @@ class IndexSql:
             params,
         )
 
-    def usage_totals(self, query: RunQuery) -> tuple[str, list[Any]]:
+    def usage_totals(self, query: RunQuery, total: str = "sum") -> tuple[str, list[Any]]:
+        """Each usage key's total over the selected runs (``total``: the SQL aggregate)."""
         where, params = self.where(query)
         inner = "" if not where else f"WHERE run_id IN (SELECT run_id FROM polyloop_runs {where})"
         return (
-            f"SELECT key, sum(tokens) FROM polyloop_run_usage {inner} GROUP BY key",
+            f"SELECT key, {total}(tokens) FROM polyloop_run_usage {inner} GROUP BY key",
             params,
         )
 
@@ -150,24 +210,33 @@ def rows_to_summaries(
 ) -> list[RunSummary]:
     """Rows of :attr:`IndexSql.columns` (newest first) and usage rows, as summaries oldest
     first."""
-    by_run: dict[str, dict[str, int]] = {}
+    by_run: dict[str, dict[str, int | float]] = {}
     for run_id, key, tokens in usage:
-        by_run.setdefault(str(run_id), {})[decoded(key)] = int(tokens)
+        by_run.setdefault(str(run_id), {})[decoded(key)] = read_number(tokens)
     summaries = [
         RunSummary(
             run_id=str(run_id),
-            batch=batch,
-            task_id=task_id,
+            batch=column_value(batch),
+            task_id=column_value(task_id),
             labels=json.loads(labels),
-            started_at=str(started_at),
-            finished_at=finished_at,
+            started_at=column_value(str(started_at)) or "",
+            finished_at=column_value(finished_at),
             stop_reason=stop_reason,
             steps=int(steps),
             executed_actions=int(executed),
             usage=by_run.get(str(run_id), {}),
         )
-        for (run_id, batch, task_id, labels, started_at, finished_at, stop_reason, steps, executed)
-        in rows
+        for (
+            run_id,
+            batch,
+            task_id,
+            labels,
+            started_at,
+            finished_at,
+            stop_reason,
+            steps,
+            executed,
+        ) in rows
     ]
     summaries.reverse()
     return summaries
@@ -196,7 +265,7 @@ def stats_from_groups(
         stop_reasons=reasons,
         steps=_percentiles(steps),
         executed_actions=_percentiles(executed),
-        usage={decoded(key): int(total) for key, total in usage_totals},
+        usage={decoded(key): read_number(total) for key, total in usage_totals},
     )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from polyloop._closing import AsyncClosing
+from polyloop._run_id import validate_run_id
 from polyloop._run_index import (
     RunQuery,
     RunStats,
@@ -16,7 +17,6 @@ from polyloop._run_index import (
     newest_last,
     stats_of,
 )
-from polyloop._run_id import validate_run_id
 from polyloop.stores._rules import check_append_many, check_batch, check_record, decode_log
 from polyloop.types import Record, RunFinished, RunLog
 

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from polyloop._closing import AsyncClosing
 from polyloop._run_id import validate_run_id
+from polyloop._run_index import RunQuery, RunStats, RunSummary
 from polyloop.errors import (
+    IndexNotBuilt,
     RunAlreadyExists,
     RunConflict,
     SchemaVersionError,
     StoreCorrupted,
 )
-from polyloop._run_index import RunQuery, RunStats, RunSummary
-from polyloop.errors import IndexNotBuilt
 from polyloop.stores._postgres_index import (
     INDEX_COLUMNS,
     INDEXED_VERSION,

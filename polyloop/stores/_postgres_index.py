@@ -20,10 +20,12 @@ from polyloop._run_index import RunQuery, RunStats, RunSummary, index_delta, sum
 from polyloop.errors import PolyloopError
 from polyloop.stores._index_sql import (
     IndexSql,
+    column_text,
     encoded,
     labels_text,
     rows_to_summaries,
     stats_from_groups,
+    storable_number,
 )
 from polyloop.stores._rules import decode_log
 from polyloop.types import Record, RunLog
@@ -54,23 +56,20 @@ INDEX_COLUMNS: Final = (
     "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS batch text",
     "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS task_id text",
     "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS labels text NOT NULL DEFAULT '{}'",
-    "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS run_started_at text NOT NULL "
-    "DEFAULT ''",
+    "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS run_started_at text NOT NULL DEFAULT ''",
     "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS finished_at text",
     "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS steps bigint NOT NULL DEFAULT 0",
-    "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS executed_actions bigint NOT NULL "
-    "DEFAULT 0",
+    "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS executed_actions bigint NOT NULL DEFAULT 0",
     # Rows that exist when the column is added are not indexed yet; rows made afterwards are.
     "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS indexed boolean NOT NULL DEFAULT false",
     "ALTER TABLE polyloop_runs ALTER COLUMN indexed SET DEFAULT true",
-    "CREATE INDEX IF NOT EXISTS polyloop_runs_by_start ON polyloop_runs "
-    "(run_started_at, run_id)",
+    "CREATE INDEX IF NOT EXISTS polyloop_runs_by_start ON polyloop_runs (run_started_at, run_id)",
     "CREATE INDEX IF NOT EXISTS polyloop_runs_by_batch ON polyloop_runs (batch, run_started_at)",
     'CREATE TABLE IF NOT EXISTS polyloop_run_labels (key text COLLATE "C" NOT NULL, '
     'value text COLLATE "C" NOT NULL, run_id text COLLATE "C" NOT NULL, '
     "PRIMARY KEY (key, value, run_id))",
     'CREATE TABLE IF NOT EXISTS polyloop_run_usage (run_id text COLLATE "C" NOT NULL, '
-    'key text COLLATE "C" NOT NULL, tokens bigint NOT NULL, PRIMARY KEY (run_id, key))',
+    'key text COLLATE "C" NOT NULL, tokens numeric NOT NULL, PRIMARY KEY (run_id, key))',
 )
 
 
@@ -85,7 +84,13 @@ async def index_batch(conn: AsyncConnection[Any], run_id: str, batch: Sequence[R
         await conn.execute(
             "UPDATE polyloop_runs SET batch = %s, task_id = %s, labels = %s, "
             "run_started_at = %s WHERE run_id = %s",
-            (start.batch, start.task_id, labels_text(start.labels), start.started_at, run_id),
+            (
+                column_text(start.batch),
+                column_text(start.task_id),
+                labels_text(start.labels),
+                column_text(start.started_at),
+                run_id,
+            ),
         )
         await _insert_many(
             conn,
@@ -97,7 +102,7 @@ async def index_batch(conn: AsyncConnection[Any], run_id: str, batch: Sequence[R
         await conn.execute(
             "UPDATE polyloop_runs SET steps = steps + %s, executed_actions = %s, "
             "finished_at = %s WHERE run_id = %s",
-            (delta.steps, end.executed_actions, end.finished_at, run_id),
+            (delta.steps, end.executed_actions, column_text(end.finished_at), run_id),
         )
     elif delta.steps:
         await conn.execute(
@@ -110,7 +115,7 @@ async def index_batch(conn: AsyncConnection[Any], run_id: str, batch: Sequence[R
         "INSERT INTO polyloop_run_usage (run_id, key, tokens) VALUES (%s, %s, %s) "
         "ON CONFLICT (run_id, key) DO UPDATE SET tokens = polyloop_run_usage.tokens "
         "+ excluded.tokens",
-        [(run_id, encoded(key), tokens) for key, tokens in delta.usage.items()],
+        [(run_id, encoded(key), storable_number(tokens)) for key, tokens in delta.usage.items()],
     )
 
 
@@ -193,11 +198,11 @@ async def _write_summary(
         "UPDATE polyloop_runs SET batch = %s, task_id = %s, labels = %s, run_started_at = %s, "
         "finished_at = %s, steps = %s, executed_actions = %s, indexed = true WHERE run_id = %s",
         (
-            row.batch,
-            row.task_id,
+            column_text(row.batch),
+            column_text(row.task_id),
             labels_text(row.labels),
-            row.started_at,
-            row.finished_at,
+            column_text(row.started_at),
+            column_text(row.finished_at),
             row.steps,
             row.executed_actions,
             run_id,
@@ -211,7 +216,7 @@ async def _write_summary(
     await _insert_many(
         conn,
         "INSERT INTO polyloop_run_usage (run_id, key, tokens) VALUES (%s, %s, %s)",
-        [(run_id, encoded(k), tokens) for k, tokens in row.usage.items()],
+        [(run_id, encoded(k), storable_number(n)) for k, n in row.usage.items()],
     )
 
 

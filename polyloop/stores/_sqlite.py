@@ -43,8 +43,8 @@ from typing import Any
 
 from polyloop._closing import AsyncClosing
 from polyloop._run_id import validate_run_id
-from polyloop.errors import RunConflict, SchemaVersionError, StoreCorrupted
 from polyloop._run_index import RunQuery, RunStats, RunSummary
+from polyloop.errors import RunConflict, SchemaVersionError, StoreCorrupted
 from polyloop.stores._rules import check_append_many, check_batch, check_record, decode_log
 from polyloop.stores._sqlite_index import (
     INDEX_TABLES,

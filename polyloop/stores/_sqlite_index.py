@@ -27,10 +27,12 @@ from polyloop._run_index import (
 from polyloop.errors import PolyloopError
 from polyloop.stores._index_sql import (
     IndexSql,
+    column_text,
     encoded,
     labels_text,
     rows_to_summaries,
     stats_from_groups,
+    storable_number,
 )
 from polyloop.stores._rules import decode_log
 from polyloop.types import Record, RunLog
@@ -72,7 +74,7 @@ INDEX_TABLES = (
     " PRIMARY KEY (key, value, run_id)"
     ") WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS polyloop_run_usage ("
-    " run_id TEXT NOT NULL, key TEXT NOT NULL, tokens INTEGER NOT NULL,"
+    " run_id TEXT NOT NULL, key TEXT NOT NULL, tokens NOT NULL,"  # int or float, as given
     " PRIMARY KEY (run_id, key)"
     ") WITHOUT ROWID",
 )
@@ -96,7 +98,13 @@ def _write_delta(conn: sqlite3.Connection, run_id: str, delta: IndexDelta) -> No
         conn.execute(
             "INSERT INTO polyloop_runs (run_id, batch, task_id, labels, started_at) "
             "VALUES (?, ?, ?, ?, ?)",
-            (run_id, start.batch, start.task_id, labels_text(start.labels), start.started_at),
+            (
+                run_id,
+                column_text(start.batch),
+                column_text(start.task_id),
+                labels_text(start.labels),
+                column_text(start.started_at),
+            ),
         )
         conn.executemany(
             "INSERT INTO polyloop_run_labels (key, value, run_id) VALUES (?, ?, ?)",
@@ -107,7 +115,13 @@ def _write_delta(conn: sqlite3.Connection, run_id: str, delta: IndexDelta) -> No
         conn.execute(
             "UPDATE polyloop_runs SET steps = steps + ?, executed_actions = ?, finished_at = ?, "
             "stop_reason = ? WHERE run_id = ?",
-            (delta.steps, end.executed_actions, end.finished_at, end.stop_reason.value, run_id),
+            (
+                delta.steps,
+                end.executed_actions,
+                column_text(end.finished_at),
+                end.stop_reason.value,
+                run_id,
+            ),
         )
     elif delta.steps:
         conn.execute(
@@ -117,7 +131,11 @@ def _write_delta(conn: sqlite3.Connection, run_id: str, delta: IndexDelta) -> No
         )
     if delta.usage:
         conn.executemany(
-            _ADD_USAGE, [(run_id, encoded(key), tokens) for key, tokens in delta.usage.items()]
+            _ADD_USAGE,
+            [
+                (run_id, encoded(key), storable_number(tokens))
+                for key, tokens in delta.usage.items()
+            ],
         )
 
 
@@ -131,11 +149,11 @@ def _write_summary(conn: sqlite3.Connection, summary: RunSummary) -> None:
         "stop_reason, steps, executed_actions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             run_id,
-            summary.batch,
-            summary.task_id,
+            column_text(summary.batch),
+            column_text(summary.task_id),
             labels_text(summary.labels),
-            summary.started_at,
-            summary.finished_at,
+            column_text(summary.started_at),
+            column_text(summary.finished_at),
             summary.stop_reason,
             summary.steps,
             summary.executed_actions,
@@ -147,7 +165,7 @@ def _write_summary(conn: sqlite3.Connection, summary: RunSummary) -> None:
     )
     conn.executemany(
         "INSERT INTO polyloop_run_usage (run_id, key, tokens) VALUES (?, ?, ?)",
-        [(run_id, encoded(k), tokens) for k, tokens in summary.usage.items()],
+        [(run_id, encoded(k), storable_number(n)) for k, n in summary.usage.items()],
     )
 
 
@@ -165,7 +183,10 @@ def query_runs(conn: sqlite3.Connection, query: RunQuery) -> list[RunSummary]:
 def run_stats(conn: sqlite3.Connection, query: RunQuery) -> RunStats:
     query = replace(query, limit=None)
     groups = conn.execute(*_SQL.groups(query)).fetchall()
-    usage = conn.execute(*_SQL.usage_totals(query)).fetchall()
+    try:
+        usage = conn.execute(*_SQL.usage_totals(query)).fetchall()
+    except sqlite3.OperationalError:  # integer overflow: SQLite's sum() refuses, total() floats
+        usage = conn.execute(*_SQL.usage_totals(query, "total")).fetchall()
     return stats_from_groups(groups, usage)
 
 
@@ -245,7 +266,9 @@ def _readable_log(conn: sqlite3.Connection, run_id: str, where: str) -> RunLog:
             log = decode_log(run_id, rows[:end], where=where)
         except (PolyloopError, ValueError) as exc:
             if end == len(rows):
-                _log.warning("%s: run %r indexed from its readable records only: %s", where, run_id, exc)
+                _log.warning(
+                    "%s: run %r indexed from its readable records only: %s", where, run_id, exc
+                )
             continue
         return log
     return RunLog.empty()

@@ -253,9 +253,7 @@ def test_runs_lists_every_other_run_and_shows_an_unreadable_one_as_such(
     assert rows["damaged"] == ["damaged", "?", "unreadable", "?"]
     assert rows["good-a"][2] == rows["good-b"][2] == "agent_finished"
     assert captured.err.splitlines()[0].startswith("polyloop: note: ")
-    assert captured.err.splitlines()[1].startswith(
-        "polyloop: warning: run damaged is unreadable: "
-    )
+    assert captured.err.splitlines()[1].startswith("polyloop: warning: run damaged is unreadable: ")
     assert "sequence 3" in captured.err
     with pytest.raises(StoreCorrupted):  # the damage is real, not hidden
         asyncio.run(_read(db, "damaged"))
