@@ -95,6 +95,8 @@ def probe_calls(run_id: str) -> tuple[list[list[Record]], list[Record], RunFinis
         if index == 1:
             usage["cost"] = 0.25
         calls.append([ModelCallIntent(step_index=index, prompt_chars=40 + index)])
+        if index == 2:  # a retried model call: two intents, one step
+            calls.append([ModelCallIntent(step_index=index, prompt_chars=40 + index)])
         calls.append([_reply(index, usage)])
         if status is not None:
             calls.append([ActionIntent(step_index=index, action=Action(text=f"act {index}"))])

@@ -265,6 +265,18 @@ _extend(
 )
 
 
+# --------------------------------------------------------------------------- issue #22
+# The run index (IndexedRunStore): rows that disagree with the log (tests/kit/broken_stores;
+# their correct twin is the reference MemoryStore, which keeps the index).
+_INDEX = "index_agrees_with_log"
+_extend(
+    "run_store",
+    _b("IndexForgetsStopReason", _INDEX),
+    _b("IndexCountsIntentsAsSteps", _INDEX),
+    _b("IndexedBeforeTheFence", _INDEX),
+)
+
+
 def _impl_expr(seam: str, impl: str) -> str:
     return "broken.MemoryStore()" if impl == "MemoryStore" else f"broken.{impl}()"
 
