@@ -16,7 +16,7 @@ from typing import Any
 from polyloop._run_index import RunQuery, RunStats, RunSummary
 from polyloop.errors import IndexNotBuilt, StoreCorrupted
 from polyloop.ports import RunStore
-from polyloop.stores import open_store, sqlite_path
+from polyloop.stores import _postgres_store, open_store, sqlite_path
 from polyloop.stores._rules import decode_log
 from polyloop.stores._sqlite import SQLiteStore, _inspect_file, _is_corruption
 from polyloop.stores._sqlite_index import index_complete, query_runs, run_stats
@@ -38,8 +38,11 @@ def open_for_reading(url: str) -> RunStore | ReadOnlySQLite:
     ``StoreCorrupted`` when the file cannot be read as a store.
     """
     path = sqlite_path(url)
+    if path is None and url != "memory:":
+        # PostgreSQL, without migrating a store written by an earlier polyloop (only reading).
+        return _postgres_store(url, migrate=False)
     if path is None:
-        return open_store(url)  # memory: (empty) or PostgreSQL
+        return open_store(url)  # memory: (empty)
     reader = ReadOnlySQLite(path)
     reader.open(url)
     return reader

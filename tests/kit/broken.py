@@ -795,5 +795,3 @@ from tests.kit.broken_delivery import *  # noqa: E402, F403
 
 # Issue #24: stores offering the inline commit, right and wrong, in a module of their own.
 from tests.kit.broken_inline import *  # noqa: E402, F403
-
-# The run index (issue 22): index rows that disagree with the log.
