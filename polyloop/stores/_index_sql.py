@@ -22,6 +22,7 @@ from typing import Any
 
 from polyloop._run_index import (
     RUNNING,
+    IndexDelta,
     Percentiles,
     RunQuery,
     RunStats,
@@ -30,7 +31,12 @@ from polyloop._run_index import (
 )
 
 __all__ = [
+    "RUN_GROUPS",
+    "TALLY_ROW",
+    "USAGE_GROUPS",
     "IndexSql",
+    "TallyChange",
+    "batch_key",
     "column_text",
     "column_value",
     "decoded",
@@ -40,6 +46,11 @@ __all__ = [
     "rows_to_summaries",
     "stats_from_groups",
     "storable_number",
+    "tallied",
+    "tally_change",
+    "tally_rebuild",
+    "tally_tables",
+    "tally_upserts",
 ]
 
 
@@ -187,7 +198,15 @@ class IndexSql:
         )
 
     def groups(self, query: RunQuery) -> tuple[str, list[Any]]:
-        """(stop reason, steps, executed actions, count) over the selected runs."""
+        """(stop reason, steps, executed actions, count) over the selected runs: from the
+        tallies when the query filters by batch and stop reason at most, else by a scan."""
+        if tallied(query):
+            where, params = self.tally_where(query)
+            return (
+                "SELECT NULLIF(stop_reason, ''), steps, executed_actions, sum(runs) FROM "
+                f"polyloop_run_tally {where} GROUP BY stop_reason, steps, executed_actions",
+                params,
+            )
         where, params = self.where(query)
         return (
             "SELECT stop_reason, steps, executed_actions, count(*) FROM polyloop_runs "
@@ -195,14 +214,147 @@ class IndexSql:
             params,
         )
 
+    def tally_where(self, query: RunQuery) -> tuple[str, list[Any]]:
+        ph = self.placeholder
+        clauses: list[str] = []
+        params: list[Any] = []
+        if query.batch is not None:
+            clauses.append(f"batch_key = {ph}")
+            params.append(batch_key(column_text(query.batch)))
+        if query.stop_reasons:
+            clauses.append(f"stop_reason IN ({', '.join([ph] * len(query.stop_reasons))})")
+            params.extend("" if r == RUNNING else r for r in query.stop_reasons)
+        return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+
     def usage_totals(self, query: RunQuery, total: str = "sum") -> tuple[str, list[Any]]:
-        """Each usage key's total over the selected runs (``total``: the SQL aggregate)."""
+        """Each usage key's total over the selected runs (``total``: the SQL aggregate): from
+        the usage tally when the query filters by batch at most."""
+        if tallied(query) and not query.stop_reasons:
+            where, params = self.tally_where(query)
+            return (
+                f"SELECT key, {total}(tokens) FROM polyloop_usage_tally {where} GROUP BY key",
+                params,
+            )
         where, params = self.where(query)
         inner = "" if not where else f"WHERE run_id IN (SELECT run_id FROM polyloop_runs {where})"
         return (
             f"SELECT key, {total}(tokens) FROM polyloop_run_usage {inner} GROUP BY key",
             params,
         )
+
+
+def tallied(query: RunQuery) -> bool:
+    """Whether the tallies answer ``query``'s statistics (they are kept per batch and stop
+    reason; a start time or a label needs the rows)."""
+    return query.since is None and not query.labels
+
+
+def batch_key(stored_batch: str | None) -> str:
+    """A tally's key for a batch column value (``None`` included, unlike a primary key)."""
+    return json.dumps(stored_batch)
+
+
+@dataclass(frozen=True, slots=True)
+class TallyChange:
+    """What a batch of records changes in the tallies of its run's batch."""
+
+    batch_key: str
+    started: bool  # one more run of the batch, running
+    finished: tuple[str, int, int] | None  # (stop reason, steps, executed actions) it ended with
+    usage: list[tuple[str, int | float]]  # (encoded key, storable number)
+
+
+def tally_tables(number_type: str) -> tuple[str, str]:
+    """The two tally tables; ``number_type`` is the usage column's type (``""`` in SQLite, so
+    an int stays an int and a float a float; ``numeric`` in PostgreSQL)."""
+    return (
+        "CREATE TABLE IF NOT EXISTS polyloop_run_tally (batch_key TEXT NOT NULL, stop_reason "
+        "TEXT NOT NULL, steps BIGINT NOT NULL, executed_actions BIGINT NOT NULL, runs BIGINT "
+        "NOT NULL, PRIMARY KEY (batch_key, stop_reason, steps, executed_actions))",
+        "CREATE TABLE IF NOT EXISTS polyloop_usage_tally (batch_key TEXT NOT NULL, key TEXT NOT "
+        f"NULL, tokens {number_type} NOT NULL, PRIMARY KEY (batch_key, key))",
+    )
+
+
+def tally_change(row: Sequence[Any], delta: IndexDelta) -> TallyChange:
+    """The tallies' change for ``delta``, given the run's row after it (batch, steps, executed
+    actions)."""
+    stored_batch, steps, executed = row
+    end = delta.finished
+    return TallyChange(
+        batch_key=batch_key(stored_batch),
+        started=delta.started is not None,
+        finished=None if end is None else (end.stop_reason.value, int(steps), int(executed)),
+        usage=[(encoded(key), storable_number(n)) for key, n in delta.usage.items()],
+    )
+
+
+#: The run's row as :func:`tally_change` needs it.
+TALLY_ROW = "SELECT batch, steps, executed_actions FROM polyloop_runs WHERE run_id = {ph}"
+#: The tallies' contents, recomputed from the rows (the end of a migration, write-locked).
+RUN_GROUPS = (
+    "SELECT batch, coalesce(stop_reason, ''), CASE WHEN stop_reason IS NULL THEN 0 ELSE steps "
+    "END, CASE WHEN stop_reason IS NULL THEN 0 ELSE executed_actions END, count(*) FROM "
+    "polyloop_runs GROUP BY 1, 2, 3, 4"
+)
+USAGE_GROUPS = (
+    "SELECT r.batch, u.key, sum(u.tokens) FROM polyloop_run_usage u JOIN polyloop_runs r ON "
+    "r.run_id = u.run_id GROUP BY r.batch, u.key"
+)
+
+
+def tally_rebuild(
+    ph: str, run_groups: Iterable[Sequence[Any]], usage_groups: Iterable[Sequence[Any]]
+) -> list[tuple[str, tuple[Any, ...]]]:
+    """Statements that replace both tallies by the groups of :data:`RUN_GROUPS` and
+    :data:`USAGE_GROUPS`."""
+    statements: list[tuple[str, tuple[Any, ...]]] = [
+        ("DELETE FROM polyloop_run_tally", ()),
+        ("DELETE FROM polyloop_usage_tally", ()),
+    ]
+    for batch, reason, steps, executed, runs in run_groups:
+        statements.append(
+            (
+                "INSERT INTO polyloop_run_tally (batch_key, stop_reason, steps, "
+                f"executed_actions, runs) VALUES ({ph}, {ph}, {ph}, {ph}, {ph})",
+                (batch_key(batch), reason, int(steps), int(executed), int(runs)),
+            )
+        )
+    for batch, key, tokens in usage_groups:
+        statements.append(
+            (
+                f"INSERT INTO polyloop_usage_tally (batch_key, key, tokens) VALUES ({ph}, {ph}, "
+                f"{ph})",
+                (batch_key(batch), key, tokens),
+            )
+        )
+    return statements
+
+
+def tally_upserts(ph: str, change: TallyChange) -> list[tuple[str, tuple[Any, ...]]]:
+    """The statements that apply ``change`` (both databases: ``INSERT … ON CONFLICT``)."""
+    add_run = (
+        "INSERT INTO polyloop_run_tally (batch_key, stop_reason, steps, executed_actions, runs) "
+        f"VALUES ({ph}, {ph}, {ph}, {ph}, {ph}) ON CONFLICT (batch_key, stop_reason, steps, "
+        "executed_actions) DO UPDATE SET runs = polyloop_run_tally.runs + excluded.runs"
+    )
+    statements: list[tuple[str, tuple[Any, ...]]] = []
+    if change.started:
+        statements.append((add_run, (change.batch_key, "", 0, 0, 1)))
+    if change.finished is not None:
+        reason, steps, executed = change.finished
+        statements.append((add_run, (change.batch_key, "", 0, 0, -1)))
+        statements.append((add_run, (change.batch_key, reason, steps, executed, 1)))
+    for key, tokens in change.usage:
+        statements.append(
+            (
+                "INSERT INTO polyloop_usage_tally (batch_key, key, tokens) VALUES "
+                f"({ph}, {ph}, {ph}) ON CONFLICT (batch_key, key) DO UPDATE SET "
+                "tokens = polyloop_usage_tally.tokens + excluded.tokens",
+                (change.batch_key, key, tokens),
+            )
+        )
+    return statements
 
 
 def rows_to_summaries(

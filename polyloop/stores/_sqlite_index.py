@@ -26,6 +26,9 @@ from polyloop._run_index import (
 )
 from polyloop.errors import PolyloopError
 from polyloop.stores._index_sql import (
+    RUN_GROUPS,
+    TALLY_ROW,
+    USAGE_GROUPS,
     IndexSql,
     column_text,
     encoded,
@@ -33,6 +36,10 @@ from polyloop.stores._index_sql import (
     rows_to_summaries,
     stats_from_groups,
     storable_number,
+    tally_change,
+    tally_rebuild,
+    tally_tables,
+    tally_upserts,
 )
 from polyloop.stores._rules import decode_log
 from polyloop.types import Record, RunLog
@@ -77,6 +84,8 @@ INDEX_TABLES = (
     " run_id TEXT NOT NULL, key TEXT NOT NULL, tokens NOT NULL,"  # int or float, as given
     " PRIMARY KEY (run_id, key)"
     ") WITHOUT ROWID",
+    # `polyloop stats` without a time or label filter reads these, not the rows.
+    *tally_tables(""),
 )
 
 _ADD_USAGE = (
@@ -90,6 +99,18 @@ def index_batch(conn: sqlite3.Connection, run_id: str, batch: Sequence[Record]) 
     delta = index_delta(batch)
     if not delta.empty:
         _write_delta(conn, run_id, delta)
+        _write_tallies(conn, run_id, delta)
+
+
+def _write_tallies(conn: sqlite3.Connection, run_id: str, delta: IndexDelta) -> None:
+    """Per-batch counts ``polyloop stats`` reads instead of every row."""
+    if delta.started is None and delta.finished is None and not delta.usage:
+        return
+    row = conn.execute(TALLY_ROW.format(ph="?"), (run_id,)).fetchone()
+    if row is None:  # not indexed yet (a migration is under way): rebuilt when it ends
+        return
+    for sql, params in tally_upserts("?", tally_change(row, delta)):
+        conn.execute(sql, params)
 
 
 def _write_delta(conn: sqlite3.Connection, run_id: str, delta: IndexDelta) -> None:
@@ -237,6 +258,10 @@ def build_index(conn: sqlite3.Connection, where: str) -> int:
                     _write_summary(conn, summary)
                     indexed += 1
             if not chunk:
+                groups = conn.execute(RUN_GROUPS).fetchall()
+                usage = conn.execute(USAGE_GROUPS).fetchall()
+                for sql, params in tally_rebuild("?", groups, usage):
+                    conn.execute(sql, params)
                 conn.execute("UPDATE polyloop_schema SET minor = ?", (INDEX_MINOR,))
             conn.execute("COMMIT")
         except BaseException:

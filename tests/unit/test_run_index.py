@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from polyloop import (
     RunQuery,
     StopReason,
 )
-from polyloop._run_index import nearest_rank, percentiles, summarize_log
+from polyloop._run_index import nearest_rank, percentiles, stats_of, summarize_log
 from polyloop.ports import IndexedRunStore
 from polyloop.stores import MemoryStore, SQLiteStore, open_store
 from tests.unit._index_runs import finished, run_batches
@@ -290,3 +291,28 @@ def test_percentiles_are_nearest_rank_in_integers(
 def test_a_bad_query_is_refused_naming_what_is_wrong(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         RunQuery(**kwargs)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "query",
+    [
+        RunQuery(),
+        RunQuery(batch="b1"),
+        RunQuery(batch=STRANGE),
+        RunQuery(stop_reasons=("running",)),
+    ],
+)
+async def test_stats_from_the_tallies_agree_with_the_rows(store: Any, query: RunQuery) -> None:
+    # The tallies answer a query by batch and stop reason; a start time makes a scan.
+    await fill(store)
+    await write(
+        store,
+        "e-env",
+        run_batches("e-env", steps=2, reason=StopReason.ENV_ERROR, batch="b1", usage={"x": 2}),
+    )
+
+    tallied = await store.run_stats(query)
+    scanned = await store.run_stats(replace(query, since="2000-01-01"))
+
+    assert tallied == scanned == stats_of(await store.query_runs(query))
