@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from polyloop import Record, StopReason
-from polyloop.cli import _read_only, main
+from polyloop.cli import main
 from polyloop.stores import SQLiteStore
 from tests.unit._index_runs import run_batches
 from tests.unit._pre_index_store import drop_sqlite_index, write_sqlite_1_0
@@ -302,11 +302,11 @@ def _count_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     connect = sqlite3.connect
 
     def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(*args, **kwargs)
+        conn: sqlite3.Connection = connect(*args, **kwargs)
         conn.set_trace_callback(statements.append)
         return conn
 
-    monkeypatch.setattr(_read_only.sqlite3, "connect", traced)
+    monkeypatch.setattr(sqlite3, "connect", traced)  # what the read-only store connects with
     return statements
 
 

@@ -97,9 +97,12 @@ def test_an_interrupted_build_continues_where_it_stopped(
     with pytest.raises(KeyboardInterrupt):
         asyncio.run(rows_and_logs(db))
     assert schema_minor(db) == 0  # not complete: readers still read the logs
-    monkeypatch.setattr(
-        sqlite_index, "_write_summary", lambda c, s: (written.append(s.run_id), real(c, s))
-    )
+
+    def records_each(conn: sqlite3.Connection, summary: Any) -> None:
+        written.append(summary.run_id)
+        real(conn, summary)
+
+    monkeypatch.setattr(sqlite_index, "_write_summary", records_each)
 
     rows, logs = asyncio.run(rows_and_logs(db))
 
