@@ -154,32 +154,34 @@ def _fixture(directory: Path, count: int) -> Path:
     return path
 
 
-def time_process(argv: Sequence[str], rounds: int) -> float:
-    """Median wall time of ``python -m polyloop.cli ARGV`` as a new process."""
-    times = []
-    for _ in range(rounds):
+def time_process(argv: Sequence[str]) -> float:
+    """Wall time of ``python -m polyloop.cli ARGV`` as a new process."""
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "polyloop.cli", *argv],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=600,
+    )
+    return time.perf_counter() - started
+
+
+def time_start_up() -> float:
+    """Wall time of a process that only imports the CLI: the floor of every command."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import polyloop.cli"], check=True, timeout=600)
+    return time.perf_counter() - started
+
+
+def time_in_process(argv: Sequence[str]) -> float:
+    """Wall time of ``main(argv)`` in this process (no interpreter start-up)."""
+    with contextlib.redirect_stdout(io.StringIO()):
         started = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "polyloop.cli", *argv],
-            check=True,
-            stdout=subprocess.DEVNULL,
-            timeout=600,
-        )
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def time_in_process(argv: Sequence[str], rounds: int) -> float:
-    """Median wall time of ``main(argv)`` in this process (no interpreter start-up)."""
-    times = []
-    for _ in range(rounds):
-        with contextlib.redirect_stdout(io.StringIO()):
-            started = time.perf_counter()
-            status = main(list(argv))
-            times.append(time.perf_counter() - started)
-        if status != 0:
-            raise SystemExit(f"polyloop {' '.join(argv)} exited {status}")
-    return statistics.median(times)
+        status = main(list(argv))
+        elapsed = time.perf_counter() - started
+    if status != 0:
+        raise SystemExit(f"polyloop {' '.join(argv)} exited {status}")
+    return elapsed
 
 
 COMMANDS = {
@@ -194,14 +196,25 @@ COMMANDS = {
 
 def main_benchmark(directory: Path, sizes: Sequence[int], rounds: int) -> None:
     paths = {size: _fixture(directory, size) for size in sizes}
-    measured: dict[tuple[str, int], float] = {}
+    process: dict[tuple[str, int], list[float]] = {}
+    inner: dict[tuple[str, int], list[float]] = {}
+    start_up: list[float] = []
+    # Round by round, every command at every size in turn: a busy machine slows them alike.
+    for _ in range(rounds):
+        start_up.append(time_start_up())
+        for name, argv in COMMANDS.items():
+            for size in sizes:
+                full = [*argv, "--store", str(paths[size])]
+                process.setdefault((name, size), []).append(time_process(full))
+                inner.setdefault((name, size), []).append(time_in_process(full))
+    floor = statistics.median(start_up)
+    print(f"python start-up + import polyloop.cli: {floor:.3f} s (median of {rounds})")
     print(f"{'command':<34} {'runs':>8} {'process s':>10} {'in-process s':>13}")
-    for name, argv in COMMANDS.items():
+    measured = {key: statistics.median(times) for key, times in process.items()}
+    for name in COMMANDS:
         for size in sizes:
-            full = [*argv, "--store", str(paths[size])]
-            measured[(name, size)] = time_process(full, rounds)
-            inner = time_in_process(full, rounds)
-            print(f"{name:<34} {size:>8,} {measured[(name, size)]:>10.3f} {inner:>13.4f}")
+            own = statistics.median(inner[(name, size)])
+            print(f"{name:<34} {size:>8,} {measured[(name, size)]:>10.3f} {own:>13.4f}")
     small, large = min(sizes), max(sizes)
     print()
     for name in COMMANDS:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import json
 import os
 import sys
@@ -306,6 +305,13 @@ class Output:
             return
         if not self.path.strip() or "\x00" in self.path:
             raise ValueError(f"cannot write to {self.path!r}: not a file name")
+        try:
+            self._check_place()
+        except (OSError, UnicodeError) as exc:  # a name the file system cannot take
+            raise ValueError(f"cannot write to {self.path!r}: {exc}") from None
+
+    def _check_place(self) -> None:
+        os.fsencode(self.path)  # UnicodeError: a name this file system cannot hold
         target = Path(self.path)
         if target.is_dir():
             raise ValueError(f"cannot write to {self.path}: it is a directory")
@@ -343,9 +349,3 @@ def check_store_exists_for_migration(url: str) -> None:
 def open_for_migration(url: str) -> RunStore:
     check_store_exists_for_migration(url)
     return open_store(url)
-
-
-def render(produce: Callable[[TextIO], None]) -> str:
-    buffer = io.StringIO()
-    produce(buffer)
-    return buffer.getvalue()

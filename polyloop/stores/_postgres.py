@@ -100,6 +100,12 @@ _SCHEMA: Final = (
 )
 
 
+def _has_index(version: str) -> bool:
+    """Whether a store of this version keeps the run index (1.1 and every later 1.x)."""
+    minor = version.split(".", 2)[1] if version.count(".") else "0"
+    return minor.isdigit() and int(minor) >= int(INDEXED_VERSION.split(".")[1])
+
+
 def _require_driver() -> None:
     try:
         import psycopg  # noqa: F401
@@ -441,7 +447,7 @@ class PostgresStore(AsyncClosing):
                 version = str(version_row[0])
                 self._check_version(version)
                 if has_runs and has_records:
-                    if version == INDEXED_VERSION:
+                    if _has_index(version):
                         return
                     if not self._migrate:
                         self._indexed = False

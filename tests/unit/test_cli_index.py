@@ -234,6 +234,7 @@ def test_export_to_stdout(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
         (["export", "-o", "missing-dir/out.jsonl"], "does not exist"),
         (["export", "-o", "."], "it is a directory"),
         (["export", "-o", ""], "not a file name"),
+        (["export", "-o", "\ud800.jsonl"], "cannot write to"),
         (["migrate", "--batch", "x"], "unrecognized arguments: --batch"),
     ],
 )
