@@ -1,9 +1,11 @@
-"""The ``polyloop`` command: list runs, show a run's trajectory, run a demo, read reports.
+"""The ``polyloop`` command: list and tally runs, export them, show a run's trajectory, run a
+demo, read reports.
 
 Standard library only (psycopg is imported only when a ``postgresql://`` store is named).
 Every error is one line on stderr, ``polyloop: error: …``, never a traceback: exit status 2
-for a usage error (a wrong argument, a bad store URL or run id), 1 for a failure at run time
-(no store, an unknown run, a damaged store, a server that cannot be reached).
+for bad input (a wrong argument, a bad store URL, run id or filter, a store that cannot be
+opened, an output that cannot be written), 1 for a failure at run time (an unknown run, a
+damaged record, a server that cannot be reached).
 ``report`` keeps 1 for "a regression" and so reports a file that is not a report with 2.
 """
 
@@ -179,7 +181,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="polyloop",
         usage="polyloop [--store URL] COMMAND ...",
         description="Inspect agent runs recorded by polyloop, run a demo, read conformance "
-        "reports. Errors are one line; exit 2 for a usage error, 1 for a failure at run time.",
+        "reports. Errors are one line; exit 2 for bad input (a usage error, a store that cannot "
+        "be opened), 1 for a failure at run time.",
         parents=[store_option],
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")

@@ -7,9 +7,10 @@ what the usage totals sum). Label and usage keys and values are stored as their 
 (:func:`encoded`), so any Python string — a NUL, a lone surrogate — is stored and compared
 exactly in either database (PostgreSQL's ``text`` holds neither as it is).
 
-The statistics are computed by the database from one grouped scan (stop reason × steps ×
-executed actions: a few hundred groups, whatever the number of runs) and one sum per usage
-key, so ``polyloop stats`` moves no per-run data into Python.
+The statistics are computed by the database, so ``polyloop stats`` moves no per-run data into
+Python: SQLite reads per-batch tallies (stop reason × steps × executed actions, and usage per
+key: a few hundred rows, whatever the number of runs) when the query filters by batch and stop
+reason at most, and otherwise — and PostgreSQL always — groups the selected rows.
 """
 
 from __future__ import annotations
@@ -131,6 +132,10 @@ class IndexSql:
 
     placeholder: str  # "?" (sqlite3) or "%s" (psycopg)
     started: str  # the column holding RunStarted.started_at
+    # Whether the per-batch tallies are kept. SQLite's writers take turns on the whole file, so
+    # the tallies cost no concurrency there; in PostgreSQL the rows of a batch's tallies would
+    # be a lock every concurrent run of the batch waits for, and its GROUP BY is fast anyway.
+    tallies: bool
 
     @property
     def columns(self) -> str:
@@ -200,7 +205,7 @@ class IndexSql:
     def groups(self, query: RunQuery) -> tuple[str, list[Any]]:
         """(stop reason, steps, executed actions, count) over the selected runs: from the
         tallies when the query filters by batch and stop reason at most, else by a scan."""
-        if tallied(query):
+        if self.tallies and tallied(query):
             where, params = self.tally_where(query)
             return (
                 "SELECT NULLIF(stop_reason, ''), steps, executed_actions, sum(runs) FROM "
@@ -229,7 +234,7 @@ class IndexSql:
     def usage_totals(self, query: RunQuery, total: str = "sum") -> tuple[str, list[Any]]:
         """Each usage key's total over the selected runs (``total``: the SQL aggregate): from
         the usage tally when the query filters by batch at most."""
-        if tallied(query) and not query.stop_reasons:
+        if self.tallies and tallied(query) and not query.stop_reasons:
             where, params = self.tally_where(query)
             return (
                 f"SELECT key, {total}(tokens) FROM polyloop_usage_tally {where} GROUP BY key",
@@ -285,7 +290,8 @@ def tally_change(row: Sequence[Any], delta: IndexDelta) -> TallyChange:
         batch_key=batch_key(stored_batch),
         started=delta.started is not None,
         finished=None if end is None else (end.stop_reason.value, int(steps), int(executed)),
-        usage=[(encoded(key), storable_number(n)) for key, n in delta.usage.items()],
+        # In key order: two commits never take the same rows' locks in opposite orders.
+        usage=[(encoded(key), storable_number(n)) for key, n in sorted(delta.usage.items())],
     )
 
 

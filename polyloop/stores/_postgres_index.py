@@ -17,7 +17,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from polyloop._run_index import (
-    IndexDelta,
     RunQuery,
     RunStats,
     RunSummary,
@@ -26,9 +25,6 @@ from polyloop._run_index import (
 )
 from polyloop.errors import PolyloopError
 from polyloop.stores._index_sql import (
-    RUN_GROUPS,
-    TALLY_ROW,
-    USAGE_GROUPS,
     IndexSql,
     column_text,
     encoded,
@@ -36,10 +32,6 @@ from polyloop.stores._index_sql import (
     rows_to_summaries,
     stats_from_groups,
     storable_number,
-    tally_change,
-    tally_rebuild,
-    tally_tables,
-    tally_upserts,
 )
 from polyloop.stores._rules import decode_log
 from polyloop.types import Record, RunLog
@@ -60,7 +52,7 @@ _log = logging.getLogger("polyloop")
 
 #: The store version from which every run is in the index.
 INDEXED_VERSION: Final = "1.1"
-_SQL = IndexSql(placeholder="%s", started="run_started_at")
+_SQL = IndexSql(placeholder="%s", started="run_started_at", tallies=False)
 _CHUNK = 500
 
 # polyloop_runs already has run_id, length, finished, stop_reason and started_at (the server's
@@ -84,8 +76,6 @@ INDEX_COLUMNS: Final = (
     "PRIMARY KEY (key, value, run_id))",
     'CREATE TABLE IF NOT EXISTS polyloop_run_usage (run_id text COLLATE "C" NOT NULL, '
     'key text COLLATE "C" NOT NULL, tokens numeric NOT NULL, PRIMARY KEY (run_id, key))',
-    # `polyloop stats` without a time or label filter reads these, not the rows.
-    *tally_tables("numeric"),
 )
 
 
@@ -126,7 +116,6 @@ async def index_batch(conn: AsyncConnection[Any], run_id: str, batch: Sequence[R
             "executed_actions = executed_actions + %s WHERE run_id = %s",
             (delta.steps, delta.executed_actions, run_id),
         )
-    await _write_tallies(conn, run_id, delta)
     await _insert_many(
         conn,
         "INSERT INTO polyloop_run_usage (run_id, key, tokens) VALUES (%s, %s, %s) "
@@ -134,18 +123,6 @@ async def index_batch(conn: AsyncConnection[Any], run_id: str, batch: Sequence[R
         "+ excluded.tokens",
         [(run_id, encoded(key), storable_number(tokens)) for key, tokens in delta.usage.items()],
     )
-
-
-async def _write_tallies(conn: AsyncConnection[Any], run_id: str, delta: IndexDelta) -> None:
-    """Per-batch counts ``polyloop stats`` reads instead of every row."""
-    if delta.started is None and delta.finished is None and not delta.usage:
-        return
-    cur = await conn.execute(TALLY_ROW.format(ph="%s"), (run_id,))
-    row = await cur.fetchone()
-    if row is None:
-        return
-    for sql, params in tally_upserts("%s", tally_change(row, delta)):
-        await conn.execute(sql, params)
 
 
 async def _insert_many(conn: AsyncConnection[Any], sql: str, rows: list[tuple[Any, ...]]) -> None:
@@ -204,18 +181,9 @@ async def build_index(conn: AsyncConnection[Any], where: str) -> int:
             _log.info("%s: run index: %d runs indexed so far", where, indexed)
             continue
         async with conn.transaction():
-            # Appends wait for the tallies while they are rebuilt from the rows; one that
-            # changed a row not yet committed adds its change after this (docs: runtime.md).
-            await conn.execute(
-                "LOCK TABLE polyloop_run_tally, polyloop_usage_tally IN EXCLUSIVE MODE"
-            )
             cur = await conn.execute("SELECT count(*) FROM polyloop_runs WHERE NOT indexed")
             left = await cur.fetchone()
             if left is not None and int(left[0]) == 0:
-                groups = await (await conn.execute(RUN_GROUPS)).fetchall()
-                usage = await (await conn.execute(USAGE_GROUPS)).fetchall()
-                for sql, params in tally_rebuild("%s", groups, usage):
-                    await conn.execute(sql, params)
                 await conn.execute(
                     "UPDATE polyloop_schema SET version = %s WHERE component = 'store'",
                     (INDEXED_VERSION,),

@@ -58,7 +58,7 @@ _log = logging.getLogger("polyloop")
 
 #: The store schema minor from which every run of the store is in the index.
 INDEX_MINOR = 1
-_SQL = IndexSql(placeholder="?", started="started_at")
+_SQL = IndexSql(placeholder="?", started="started_at", tallies=True)
 _CHUNK = 500  # runs indexed per transaction by build_index
 
 INDEX_TABLES = (
