@@ -64,7 +64,11 @@ class MemoryStore(AsyncClosing):
     async def query_runs(self, query: RunQuery) -> list[RunSummary]:
         """The index rows ``query`` selects (``polyloop.ports.IndexedRunStore``)."""
         await asyncio.sleep(0)
-        return newest_last(self._index.values(), query)
+        # Copies: a caller that edits a row's labels or usage must not edit the index.
+        return [
+            replace(row, labels=dict(row.labels), usage=dict(row.usage))
+            for row in newest_last(self._index.values(), query)
+        ]
 
     async def run_stats(self, query: RunQuery) -> RunStats:
         """The statistics of the rows ``query`` selects (``polyloop.ports.IndexedRunStore``)."""
