@@ -38,10 +38,9 @@ from polyloop.cli._index import (
     write_rows,
     write_stats,
 )
-from polyloop.cli._read_only import NoStore, ReadOnlySQLite
+from polyloop.cli._read_only import NoStore
 from polyloop.cli._report import add_report_commands
 from polyloop.errors import PolyloopError, SchemaVersionError, StoreCorrupted
-from polyloop.ports import RunStore
 from polyloop.stores import open_store, sqlite_path
 from polyloop.types import RunLog, StepRecord
 
@@ -288,7 +287,7 @@ async def _migrate(args: argparse.Namespace, out: TextIO) -> int:
     except (StoreCorrupted, SchemaVersionError) as exc:
         raise StoreUnavailable(str(exc)) from None
     finally:
-        await _close(store)
+        await close(store)
     print(f"{args.store}: the run index is up to date ({_count(runs, 'run')})", file=out)
     return 0
 
@@ -299,7 +298,7 @@ async def _show(args: argparse.Namespace, out: TextIO) -> int:
     try:
         log = await store.read_log(run_id)
     finally:
-        await _close(store)
+        await close(store)
     if not log.records:
         raise CommandError(f"no run {run_id!r} in {args.store}{_memory_hint(args.store)}")
     _print_trajectory(run_id, log, out)
@@ -313,7 +312,7 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
         result = await run_demo(store, run_id)
         log = await store.read_log(result.run_id)  # show what the store kept, not memory
     finally:
-        await _close(store)
+        await close(store)
     _print_trajectory(result.run_id, log, out)
     print(f"recorded in {args.store}; see it again with: polyloop show {result.run_id}", file=out)
     return 0
@@ -326,12 +325,6 @@ def _memory_hint(url: str) -> str:
     if url != "memory:":
         return ""
     return " (a memory: store starts empty in every command; record to a file to read it back)"
-
-
-async def _close(store: RunStore | ReadOnlySQLite) -> None:
-    aclose = getattr(store, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 def _print_trajectory(run_id: str, log: RunLog, out: TextIO) -> None:
