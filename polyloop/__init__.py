@@ -7,6 +7,14 @@ durable intent record, so a crashed run resumes without silently repeating an ac
 
 from __future__ import annotations
 
+from polyloop._batch import (
+    BatchSummary,
+    RunSeams,
+    Task,
+    TaskOutcome,
+    batch_run_id,
+    run_many,
+)
 from polyloop._loop import resume, run
 from polyloop._run_id import validate_run_id
 from polyloop._run_index import Percentiles, RunQuery, RunStats, RunSummary
@@ -22,6 +30,7 @@ from polyloop.errors import (
     RunNotFound,
     SchemaVersionError,
     StoreCorrupted,
+    TaskRefused,
 )
 from polyloop.tools import Tool, ToolEnvironmentError, ToolRegistry
 from polyloop.types import (
@@ -63,6 +72,7 @@ __all__ = [
     "ActionOutcome",
     "ActionStatus",
     "AgentDefinition",
+    "BatchSummary",
     "Budget",
     "Event",
     "FinalAnswer",
@@ -86,6 +96,7 @@ __all__ = [
     "RunNotFound",
     "RunQuery",
     "RunResult",
+    "RunSeams",
     "RunStarted",
     "RunStats",
     "RunSummary",
@@ -95,14 +106,19 @@ __all__ = [
     "StopReason",
     "StoreCorrupted",
     "SyntheticObservations",
+    "Task",
+    "TaskOutcome",
+    "TaskRefused",
     "Tool",
     "ToolEnvironmentError",
     "ToolRegistry",
     "__version__",
+    "batch_run_id",
     "canonical_json",
     "parameters_hash",
     "record_from_json",
     "resume",
     "run",
+    "run_many",
     "validate_run_id",
 ]

@@ -26,6 +26,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "mcp": ("mcp",),
     "otel": ("opentelemetry.trace", "opentelemetry.sdk"),
     "jupyter": ("jupyter_client", "ipykernel"),
+    "ray": ("ray",),
 }
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,7 +32,9 @@ from polyloop.ports import (
     ActionExecutor,
     DecisionParser,
     EventSink,
+    Instrumentation,
     ModelClient,
+    RunInstrumentation,
     RunStore,
 )
 from polyloop.stores import MemoryStore
@@ -95,6 +97,24 @@ def _action_fields(action: Action | None) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class Driving:
+    """How a caller inside the library drives a run (``run_many``); never public.
+
+    ``interruptible``: a cancellation *interrupts* the run — what is held is committed, no
+    ``RunFinished`` is written, the run stays resumable — instead of finishing it ``cancelled``
+    (that stop reason stays for a deliberate cancel of ``run()``). ``time_limit_s``: the wall
+    time this call may drive the run; past it the run finishes ``time_limit`` at whatever
+    ``await`` it was in (a commit in flight lands first).
+    """
+
+    interruptible: bool = False
+    time_limit_s: float | None = None
+
+
+_DELIBERATE = Driving()
+
+
+@dataclass(frozen=True, slots=True)
 class _Seams:
     """The five seams one call of run() or resume() drives."""
 
@@ -108,8 +128,16 @@ class _Seams:
 class _Driver:
     """One call of run() or resume(): the run's state, its commits, its events, its steps."""
 
-    def __init__(self, run_id: str, agent: AgentDefinition, goal: str, seams: _Seams) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        agent: AgentDefinition,
+        goal: str,
+        seams: _Seams,
+        how: Driving | None = None,
+    ) -> None:
         self.run_id = run_id
+        self.how = _DELIBERATE if how is None else how
         self.agent = agent
         self.seams = seams
         self.commits = Committer(run_id, seams.store)
@@ -120,9 +148,12 @@ class _Driver:
         self.history_chars = _history.prompt_chars(self.history)
         self.counters = _stopping.Counters()
         self.final_answer: str | None = None
+        self.finishing: RunFinished | None = None  # the finish being (or already) committed
         # step_wall_ms: time spent in this step's model, parser and executor — not in the
         # store or the sink (SPEC §2), so a slow sink cannot make a step look slow.
         self.seam_seconds = 0.0
+        # The run's instrumentation, if any: each seam call tests it once (nothing else is paid).
+        self.probe: RunInstrumentation | None = None
 
     # ------------------------------------------------------------------ records and events
 
@@ -166,6 +197,13 @@ class _Driver:
         if last is not None:
             await self.append(last)
 
+    async def leave_unfinished(self) -> None:
+        """The interruption path: commit what is held (a completed step was not interrupted)
+        and write no ``RunFinished``, so the run stays resumable."""
+        last = self.commits.take_held()
+        if last is not None and not self.commits.finished:
+            await self.append(last, cancelling=True)
+
     async def finish_cancelled(self) -> None:
         """The cancellation path: one RunFinished(cancelled) if the run is started, unfinished.
 
@@ -200,8 +238,12 @@ class _Driver:
         self.seam_seconds = 0.0
         await self.append(ModelCallIntent(step_index=step_index, prompt_chars=prompt_chars))
         started = time.monotonic()
+        probe = self.probe
         try:
-            reply = await self.seams.model.complete(messages)
+            if probe is None:
+                reply = await self.seams.model.complete(messages)
+            else:
+                reply = await self.observed_model_call(probe, step_index, messages)
         except Exception as exc:  # CancelledError is not an Exception: it propagates
             self.seam_seconds += time.monotonic() - started
             step = self._step(None, prompt_chars)
@@ -214,10 +256,24 @@ class _Driver:
         self.defer(ModelReplied(step_index=step_index, reply=reply))  # rides with the intent
         return await self.decide(reply, prompt_chars)
 
+    async def observed_model_call(
+        self, probe: RunInstrumentation, step_index: int, messages: list[Message]
+    ) -> ModelReply:
+        with probe.model_call(step_index, messages, self.seams.model) as call:
+            reply = await self.seams.model.complete(messages)
+            call.returned(reply)
+        return reply
+
     async def decide(self, reply: ModelReply, prompt_chars: int) -> StopReason | None:
         """D, E, F — parse, then record an invalid decision or a final answer, or act."""
         started = time.monotonic()
-        decision = self.seams.parser.parse(reply)
+        probe = self.probe
+        if probe is None:
+            decision = self.seams.parser.parse(reply)
+        else:
+            with probe.parse(len(self.steps), reply) as call:
+                decision = self.seams.parser.parse(reply)
+                call.returned(decision)
         self.seam_seconds += time.monotonic() - started
         if isinstance(decision, InvalidDecision):
             return await self.record(self._step(reply, prompt_chars, error=decision))
@@ -235,7 +291,13 @@ class _Driver:
     async def act(self, reply: ModelReply, action: Action, prompt_chars: int) -> StopReason | None:
         """F — execute (the intent is already logged) and record the step unconditionally."""
         started = time.monotonic()
-        outcome = await self.seams.executor.execute(action)
+        probe = self.probe
+        if probe is None:
+            outcome = await self.seams.executor.execute(action)
+        else:
+            with probe.execute(len(self.steps), action) as call:
+                outcome = await self.seams.executor.execute(action)
+                call.returned(outcome)
         self.seam_seconds += time.monotonic() - started
         if not isinstance(outcome, ActionOutcome) or not isinstance(outcome.status, ActionStatus):
             raise TypeError(
@@ -250,7 +312,9 @@ class _Driver:
         step = self._step(reply, prompt_chars, action=action, outcome=outcome, synthetic=replaced)
         # The executor's own text is kept for audit only when the library replaced it.
         return await self.record(
-            step, executor_observation=outcome.observation if replaced is not None else None
+            step,
+            executor_observation=outcome.observation if replaced is not None else None,
+            executor_detail=None if outcome.detail is None else dict(outcome.detail),
         )
 
     def _step(
@@ -294,11 +358,15 @@ class _Driver:
         step: StepRecord,
         *,
         executor_observation: str | None = None,
+        executor_detail: dict[str, Any] | None = None,
         model_error: str | None = None,
     ) -> StopReason | None:
         """Hold the step for the next commit, then let the stopping order settle it."""
         completed = StepCompleted(
-            step=step, executor_observation=executor_observation, model_error=model_error
+            step=step,
+            executor_observation=executor_observation,
+            executor_detail=executor_detail,
+            model_error=model_error,
         )
         self.defer(completed)  # rides with the next model intent or the finish
         return self.absorb(completed)
@@ -319,7 +387,8 @@ class _Driver:
 
     async def finish(self, stop: StopReason) -> RunResult:
         final_answer = self.final_answer if stop is StopReason.AGENT_FINISHED else None
-        await self.append(self.finished_record(stop, final_answer))
+        self.finishing = self.finished_record(stop, final_answer)
+        await self.append(self.finishing)
         return self.result(stop, final_answer)
 
     def finished_record(self, stop: StopReason, final_answer: str | None) -> RunFinished:
@@ -341,26 +410,47 @@ class _Driver:
         )
 
     async def guarded(self, body: Coroutine[Any, Any, RunResult]) -> RunResult:
-        """Run ``body``; on cancellation write the cancelled finish, then re-raise; on an
-        exception commit what is held, then re-raise."""
+        """Run ``body``; on cancellation write the cancelled finish (or, interrupted, nothing),
+        then re-raise; past the time limit finish ``time_limit``; on an exception commit what
+        is held, then re-raise."""
+        limit = asyncio.timeout(self.how.time_limit_s)  # None: no limit
         try:
-            return await body
+            async with limit:
+                return await body
         except asyncio.CancelledError:
-            await self.finish_cancelled()
+            if self.how.interruptible:  # run_many's Ctrl-C: the next invocation resumes it
+                await self.leave_unfinished()
+            else:
+                await self.finish_cancelled()
             raise
+        except TimeoutError:
+            if not limit.expired():  # a seam's own TimeoutError: an exception like any other
+                await self.flush_logged()
+                raise
+            return await self.finish_timed_out()
         except Exception:
-            # The executor or parser raised: the log still ends at the last record before the
-            # failure (SPEC §4), so what is held is committed; the original error propagates.
-            try:
-                await self.flush()
-            except Exception:  # logged, never in place of the error already propagating
-                _log.error(
-                    "run %s: committing the records held when an exception left the run "
-                    "failed; the log ends before them",
-                    self.run_id,
-                    exc_info=True,
-                )
+            await self.flush_logged()
             raise
+
+    async def finish_timed_out(self) -> RunResult:
+        """The time limit cut the run at an ``await``: finish ``time_limit`` (or, if the cut
+        came while the finish itself was committing, return what it wrote)."""
+        if self.commits.finished and self.finishing is not None:
+            return self.result(self.finishing.stop_reason, self.finishing.final_answer)
+        return await self.finish(StopReason.TIME_LIMIT)
+
+    async def flush_logged(self) -> None:
+        # The executor or parser raised: the log still ends at the last record before the
+        # failure (SPEC §4), so what is held is committed; the original error propagates.
+        try:
+            await self.flush()
+        except Exception:  # logged, never in place of the error already propagating
+            _log.error(
+                "run %s: committing the records held when an exception left the run "
+                "failed; the log ends before them",
+                self.run_id,
+                exc_info=True,
+            )
 
 
 # Each seam and the methods the loop calls on it; checked before any I/O.
@@ -370,6 +460,7 @@ _SEAM_METHODS = {
     "executor": ("execute",),
     "store": ("append", "read_log"),
     "events": ("emit",),
+    "instrumentation": ("run",),
 }
 
 
@@ -423,6 +514,7 @@ async def run(
     store: RunStore | None = None,
     events: EventSink | None = None,
     run_id: str | None = None,
+    instrumentation: Instrumentation | None = None,
 ) -> RunResult:
     """Start a new run and drive it to a stop.
 
@@ -430,20 +522,76 @@ async def run(
     that already has a log raises ``RunAlreadyExists`` before any other seam is called.
     ``CancelledError`` is re-raised (after the log got ``RunFinished(cancelled)``), so
     ``cancelled`` never appears on a returned result. Exceptions from the executor or parser
-    propagate untouched.
+    propagate untouched. ``instrumentation`` (:class:`polyloop.ports.Instrumentation`) is called
+    around the run and each model, parser and executor call; its ``trace_parent`` is stored in
+    ``RunStarted``.
     """
+    return await start(
+        agent,
+        goal,
+        model=model,
+        parser=parser,
+        executor=executor,
+        store=store,
+        events=events,
+        run_id=run_id,
+        instrumentation=instrumentation,
+    )
+
+
+async def start(
+    agent: AgentDefinition,
+    goal: str,
+    *,
+    model: ModelClient,
+    parser: DecisionParser,
+    executor: ActionExecutor,
+    store: RunStore | None,
+    events: EventSink | None,
+    run_id: str | None,
+    batch: str | None = None,
+    task_id: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    how: Driving | None = None,
+    instrumentation: Instrumentation | None = None,
+) -> RunResult:
+    """:func:`run`, plus what only the library sets: ``RunStarted``'s batch fields, and how the
+    run is driven (:class:`Driving`)."""
     run_id = new_run_id() if run_id is None else validate_run_id(run_id)
     goal = _check_goal(goal)
     seams = _set_up(agent, (model, parser, executor, store, events), store_optional=True)
+    _check_seams(defaults=("instrumentation",), instrumentation=instrumentation)
     await _check_new(run_id, seams.store)
-    driver = _Driver(run_id, agent, goal, seams)
-    started = _started_record(run_id, goal, agent)
+    driver = _Driver(run_id, agent, goal, seams, how)
+    started = _started_record(
+        run_id, goal, agent, batch=batch, task_id=task_id, labels=dict(labels or {})
+    )
 
-    async def body() -> RunResult:
-        driver.defer(started)  # rides with the first model intent (or the finish)
+    async def body(opening: RunStarted) -> RunResult:
+        driver.defer(opening)  # rides with the first model intent (or the finish)
         return await driver.iterate()
 
-    return await driver.guarded(body())
+    if instrumentation is None:
+        return await driver.guarded(body(started))
+    return await _instrumented(driver, instrumentation, started, body, resumed=False)
+
+
+async def _instrumented(
+    driver: _Driver,
+    instrumentation: Instrumentation,
+    started: RunStarted,
+    body: Callable[[RunStarted], Coroutine[Any, Any, RunResult]],
+    *,
+    resumed: bool,
+) -> RunResult:
+    """Drive ``body`` inside the instrumentation's run scope; a new run's ``RunStarted`` carries
+    the scope's trace context (a resume keeps the one in its log)."""
+    with instrumentation.run(started, resumed=resumed) as probe:
+        driver.probe = probe
+        opening = started if resumed else replace(started, trace_parent=probe.trace_parent)
+        result = await driver.guarded(body(opening))
+        probe.finished(result)
+    return result
 
 
 async def _check_new(run_id: str, store: RunStore) -> None:
@@ -455,7 +603,15 @@ async def _check_new(run_id: str, store: RunStore) -> None:
         )
 
 
-def _started_record(run_id: str, goal: str, agent: AgentDefinition) -> RunStarted:
+def _started_record(
+    run_id: str,
+    goal: str,
+    agent: AgentDefinition,
+    *,
+    batch: str | None,
+    task_id: str | None,
+    labels: dict[str, str],
+) -> RunStarted:
     parameters = agent.parameters()
     return RunStarted(
         run_id=run_id,
@@ -463,6 +619,9 @@ def _started_record(run_id: str, goal: str, agent: AgentDefinition) -> RunStarte
         parameters=parameters,
         parameters_hash=parameters_hash(parameters),
         started_at=utc_timestamp(),
+        batch=batch,
+        task_id=task_id,
+        labels=labels,
     )
 
 
@@ -486,6 +645,7 @@ async def resume(
     executor: ActionExecutor,
     store: RunStore,
     events: EventSink | None = None,
+    instrumentation: Instrumentation | None = None,
 ) -> RunResult:
     """Continue an interrupted run from its log, or rebuild the result of a finished one.
 
@@ -494,19 +654,50 @@ async def resume(
     ``agent.parameters()`` hash → ``ParametersChanged``. Then it continues from the last record:
     a model intent calls the model again; a logged reply is parsed again (no second model call);
     an action intent is replayed only if allowed, else the run ends ``resume_state_unknown``; a
-    logged step is re-decided without calling any seam.
+    logged step is re-decided without calling any seam. ``instrumentation`` as for ``run()``
+    (not called for a finished run): it gets the logged ``RunStarted``, to link to the original.
     """
+    return await proceed(
+        run_id,
+        agent,
+        model=model,
+        parser=parser,
+        executor=executor,
+        store=store,
+        events=events,
+        instrumentation=instrumentation,
+    )
+
+
+async def proceed(
+    run_id: str,
+    agent: AgentDefinition,
+    *,
+    model: ModelClient,
+    parser: DecisionParser,
+    executor: ActionExecutor,
+    store: RunStore,
+    events: EventSink | None,
+    how: Driving | None = None,
+    instrumentation: Instrumentation | None = None,
+) -> RunResult:
+    """:func:`resume`, driven as ``how`` says (:class:`Driving`)."""
     validate_run_id(run_id)
     seams = _set_up(agent, (model, parser, executor, store, events), store_optional=False)
+    _check_seams(defaults=("instrumentation",), instrumentation=instrumentation)
     log = await seams.store.read_log(run_id)
     started = _started_of(run_id, log, seams.store)
     if log.finished is not None:
         return _rebuilt(run_id, log, log.finished)
     _check_parameters(run_id, agent, started)
-    driver = _Driver(run_id, agent, started.goal, seams)
+    driver = _Driver(run_id, agent, started.goal, seams, how)
     driver.commits.continue_at(len(log.records))
     stop = _replayed(driver, log)
-    return await driver.guarded(_continue(driver, log, stop))
+    if instrumentation is None:
+        return await driver.guarded(_continue(driver, log, stop))
+    return await _instrumented(
+        driver, instrumentation, started, lambda _: _continue(driver, log, stop), resumed=True
+    )
 
 
 def _started_of(run_id: str, log: RunLog, store: RunStore) -> RunStarted:

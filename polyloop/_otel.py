@@ -6,7 +6,7 @@ OpenTelemetry is imported here, and this module only by ``polyloop.events.__geta
 
 from __future__ import annotations
 
-import hashlib
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -30,7 +30,6 @@ from polyloop.types import (
 
 try:
     from opentelemetry import trace
-    from opentelemetry.context import Context
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode
     from opentelemetry.util.types import AttributeValue
 except ImportError:  # checked in OpenTelemetrySink.__init__, so the hint names the extra
@@ -52,29 +51,26 @@ _INPUT_TOKEN_KEYS: Final = ("input_tokens", "prompt_tokens")
 _OUTPUT_TOKEN_KEYS: Final = ("output_tokens", "completion_tokens")
 
 
-def _run_digest(run_id: str) -> bytes:
-    return hashlib.sha256(run_id.encode("utf-8", errors="surrogatepass")).digest()
+# Texts from the run (what the model was told, said and saw): recorded only with capture_content.
+_CONTENT: Final = frozenset(
+    {
+        "polyloop.goal",
+        "polyloop.final_answer",
+        "polyloop.action",
+        "polyloop.executor_observation",
+        "polyloop.step.raw_output",
+        "polyloop.step.observation",
+        "polyloop.step.action",
+        "polyloop.step.parse_error",
+        "polyloop.step.tool_args_json",
+    }
+)
+CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 
-def trace_id_for(run_id: str) -> int:
-    """The trace id of a run: the first 16 bytes of ``sha256(run_id)`` (never 0)."""
-    return int.from_bytes(_run_digest(run_id)[:16], "big") or 1
-
-
-def _run_parent(run_id: str) -> Context:
-    """A remote parent whose trace id and span id are derived from the run id.
-
-    Every run-span segment (the first process's and each resume's) is its child, so all of a
-    run's spans share one trace without any id having to be stored.
-    """
-    span_id = int.from_bytes(_run_digest(run_id)[16:24], "big") or 1
-    parent = trace.SpanContext(
-        trace_id=trace_id_for(run_id),
-        span_id=span_id,
-        is_remote=True,
-        trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
-    )
-    return trace.set_span_in_context(trace.NonRecordingSpan(parent))
+def content_from_env() -> bool:
+    """Whether the GenAI environment switch asks for message content to be recorded."""
+    return os.environ.get(CONTENT_ENV, "").strip().lower() == "true"
 
 
 def _ns(timestamp: str) -> int | None:
@@ -125,7 +121,7 @@ def _token_count(usage: Mapping[str, int | float], keys: tuple[str, ...]) -> int
     return None
 
 
-def _usage_attributes(usage: Mapping[str, int | float]) -> dict[str, AttributeValue]:
+def usage_attributes(usage: Mapping[str, int | float]) -> dict[str, AttributeValue]:
     counts = {
         "gen_ai.usage.input_tokens": _token_count(usage, _INPUT_TOKEN_KEYS),
         "gen_ai.usage.output_tokens": _token_count(usage, _OUTPUT_TOKEN_KEYS),
@@ -133,7 +129,7 @@ def _usage_attributes(usage: Mapping[str, int | float]) -> dict[str, AttributeVa
     return {k: v for k, v in counts.items() if v is not None}
 
 
-def _budget_attributes(parameters: object) -> dict[str, AttributeValue]:
+def budget_attributes(parameters: object) -> dict[str, AttributeValue]:
     budget = parameters.get("budget") if isinstance(parameters, dict) else None
     if not isinstance(budget, dict):
         return {}
@@ -144,15 +140,17 @@ def _budget_attributes(parameters: object) -> dict[str, AttributeValue]:
     }
 
 
-def _step_failure(completed: StepCompleted) -> tuple[str, str] | None:
+def _step_failure(completed: StepCompleted, content: bool) -> tuple[str, str] | None:
     """``(description, error.type)`` of a step that failed: the model raised, or the action
-    was not executed or met a broken environment."""
+    was not executed or met a broken environment (described by the executor's text only when
+    content is recorded)."""
     if completed.model_error is not None:
         return completed.model_error, completed.model_error.split(":", 1)[0] or "error"
     status = completed.step.action_status
     if status is None or status not in _FAILED_ACTIONS:
         return None
-    return completed.executor_observation or f"action {status.value}", status.value
+    described = completed.executor_observation if content else None
+    return described or f"action {status.value}", status.value
 
 
 def _end(span: Span, failure: tuple[str, str] | None) -> None:
@@ -183,16 +181,34 @@ class _RunSpans:
 
 
 class OpenTelemetrySink:
-    """Turns each run into an OpenTelemetry trace (see the how-to page for the span tree).
+    """Turns each run's events into an OpenTelemetry trace, after the fact (see the how-to page).
 
-    ``tracer_provider`` defaults to the global one. ``emit`` only starts, annotates and ends
-    spans: exporting is the span processor's business (use a ``BatchSpanProcessor`` so a slow
-    exporter never slows a run). Safe under concurrent emits, also from several threads.
+    ``polyloop.instrumentation.OpenTelemetryInstrumentation`` is the integration to use for
+    live runs: it wraps the model and executor calls, so their spans are current while they run.
+    This sink only sees events, each after its record was appended: for event streams alone.
+    A run span is the child of the span current when its ``RunStarted`` (or, for a resume, its
+    first event) is emitted — the caller's, since the loop emits in the run's task — and a root
+    when there is none. ``tracer_provider`` defaults to the global one. Texts from the run (the
+    goal, replies, actions, observations) are recorded only with ``capture_content=True`` or,
+    when it is ``None``, ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``. ``emit``
+    only starts, annotates and ends spans: exporting is the span processor's business (use a
+    ``BatchSpanProcessor`` so a slow exporter never slows a run). Safe under concurrent emits,
+    also from several threads.
     """
 
-    def __init__(self, tracer_provider: trace.TracerProvider | None = None) -> None:
+    def __init__(
+        self,
+        tracer_provider: trace.TracerProvider | None = None,
+        *,
+        capture_content: bool | None = None,
+    ) -> None:
         if not _OTEL_INSTALLED:
             raise ImportError(_INSTALL_HINT)
+        if capture_content is not None and not isinstance(capture_content, bool):
+            raise TypeError(
+                f"capture_content must be a bool or None, got {type(capture_content).__name__}"
+            )
+        self.capture_content = content_from_env() if capture_content is None else capture_content
         if tracer_provider is not None and not isinstance(tracer_provider, trace.TracerProvider):
             raise TypeError(
                 "tracer_provider must be an opentelemetry.trace.TracerProvider or None, "
@@ -202,11 +218,6 @@ class OpenTelemetrySink:
         self._tracer = trace.get_tracer(_INSTRUMENTATION, tracer_provider=tracer_provider)
         self._runs: dict[str, _RunSpans] = {}
         self._lock = threading.Lock()  # spans and state change together, whatever the thread
-
-    @staticmethod
-    def trace_id(run_id: str) -> str:
-        """The trace id (32 hex digits) under which every span of ``run_id`` is recorded."""
-        return f"{trace_id_for(run_id):032x}"
 
     async def emit(self, event: Event) -> None:
         with self._lock:
@@ -241,7 +252,7 @@ class OpenTelemetrySink:
         attributes: dict[str, AttributeValue] = {
             "polyloop.goal": record.goal,
             "polyloop.parameters_hash": record.parameters_hash,
-            **_budget_attributes(record.parameters),
+            **budget_attributes(record.parameters),
         }
         self._open_run(run_id, attributes, _ns(record.started_at))
 
@@ -257,16 +268,17 @@ class OpenTelemetrySink:
         self, run_id: str, attributes: dict[str, AttributeValue], start_ns: int | None
     ) -> _RunSpans:
         started_ns = start_ns if start_ns is not None else time.time_ns()
-        span = self._tracer.start_span(
+        span = self._tracer.start_span(  # under the current span (the caller's), or a root
             "invoke_agent",
-            context=_run_parent(run_id),
             kind=SpanKind.INTERNAL,
-            attributes={
-                "gen_ai.operation.name": "invoke_agent",
-                "gen_ai.conversation.id": run_id,
-                "polyloop.run_id": run_id,
-                **attributes,
-            },
+            attributes=self._kept(
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.conversation.id": run_id,
+                    "polyloop.run_id": run_id,
+                    **attributes,
+                }
+            ),
             start_time=started_ns,
         )
         spans = self._runs[run_id] = _RunSpans(run_id=run_id, run=span, started_ns=started_ns)
@@ -283,7 +295,15 @@ class OpenTelemetrySink:
         self, parent: Span, name: str, attributes: dict[str, AttributeValue], kind: SpanKind
     ) -> Span:
         context = trace.set_span_in_context(parent)
-        return self._tracer.start_span(name, context=context, kind=kind, attributes=attributes)
+        return self._tracer.start_span(
+            name, context=context, kind=kind, attributes=self._kept(attributes)
+        )
+
+    def _kept(self, attributes: dict[str, AttributeValue]) -> dict[str, AttributeValue]:
+        """``attributes`` without the run's texts, unless content is recorded."""
+        if self.capture_content:
+            return attributes
+        return {k: v for k, v in attributes.items() if k not in _CONTENT}
 
     def _open_chat(self, spans: _RunSpans, record: ModelCallIntent) -> None:
         index = record.step_index
@@ -307,7 +327,12 @@ class OpenTelemetrySink:
         reply = record.reply
         if reply.call_id is not None:
             chat.set_attribute("gen_ai.response.id", reply.call_id)
-        chat.set_attributes(_usage_attributes(reply.usage))
+        if reply.model is not None:  # the sink never sees the request: the answering model
+            chat.update_name(f"chat {reply.model}")
+            chat.set_attribute("gen_ai.response.model", reply.model)
+        if reply.finish_reason is not None:
+            chat.set_attribute("gen_ai.response.finish_reasons", [reply.finish_reason])
+        chat.set_attributes(usage_attributes(reply.usage))
         chat.set_attribute("polyloop.response_chars", len(reply.text))
         chat.set_attribute("polyloop.reasoning_chars", len(reply.reasoning))
         chat.end()
@@ -331,7 +356,7 @@ class OpenTelemetrySink:
     def _complete_step(self, spans: _RunSpans, completed: StepCompleted) -> None:
         index = completed.step.step_index
         step_span = self._step(spans, index)
-        failure = _step_failure(completed)
+        failure = _step_failure(completed, self.capture_content)
         chat = spans.chats.pop(index, None)
         if chat is not None:  # still open when the model raised (llm_error)
             _end(chat, failure if completed.model_error is not None else None)
@@ -340,7 +365,7 @@ class OpenTelemetrySink:
             tool.set_attributes(_outcome_attributes(completed.step))
             _end(tool, failure)
         del spans.steps[index]
-        step_span.set_attributes(_step_attributes(completed))
+        step_span.set_attributes(self._kept(_step_attributes(completed)))
         _end(step_span, failure)
 
     def _finish_run(self, spans: _RunSpans, record: RunFinished) -> None:
@@ -350,7 +375,7 @@ class OpenTelemetrySink:
             _interrupt(child, f"the run stopped ({stop.value}) before this step completed")
         spans.run.set_attribute("polyloop.stop_reason", stop.value)
         spans.run.set_attribute("polyloop.executed_actions", record.executed_actions)
-        if record.final_answer is not None:
+        if record.final_answer is not None and self.capture_content:
             spans.run.set_attribute("polyloop.final_answer", record.final_answer)
         if stop in _ERROR_STOPS:
             _fail(spans.run, f"the run stopped {stop.value}", stop.value)

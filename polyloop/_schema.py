@@ -4,7 +4,8 @@ One entry point per question, used by :class:`~polyloop.tools.Tool` (at construc
 every executor that validates tool arguments:
 
 * :func:`check_schema` — raise a one-line ``ValueError`` if a schema cannot be used here;
-* :func:`validate` — the problems of some arguments under a schema, or ``None`` if they pass.
+* :func:`validate` — the problems of some arguments under a schema, or ``None`` if they pass;
+* :func:`violations` — the same problems as data: where, which keyword, what is wrong.
 
 Two validators, one verdict. With the ``schema`` extra installed (``jsonschema``) every schema
 is checked against the 2020-12 metaschema and arguments are validated by
@@ -25,14 +26,22 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["BUILTIN_KEYWORDS", "INSTALL_HINT", "check_schema", "validate"]
+__all__ = [
+    "BUILTIN_KEYWORDS",
+    "INSTALL_HINT",
+    "Violation",
+    "check_schema",
+    "validate",
+    "violations",
+]
 
 INSTALL_HINT = "pip install 'polyloop[schema]'"
 
 _SHOWN_PROBLEMS = 5  # problems listed in one refusal; the rest are counted
 _SHOWN_CHARS = 200  # one problem's text is cut here: a validator may echo a huge value
 
-Problems = Callable[[object], list[tuple[str, str]]]  # (location, what is wrong there)
+Violation = tuple[str, str, str]  # (location, the schema keyword that failed, what is wrong)
+Problems = Callable[[object], list[Violation]]
 
 
 def check_schema(schema: Mapping[str, Any]) -> None:
@@ -51,14 +60,23 @@ def validate(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str | None:
     The text lists up to five violations, each with its location (``labels[0].color: …``), and
     counts the rest. Raises ``ValueError`` like :func:`check_schema` for an unusable schema.
     """
-    problems = _compile(_canonical(schema), _jsonschema() is not None)(dict(args))
+    problems = violations(schema, args)
     if not problems:
         return None
     shown = [
-        f"{_cut(where, tail=True)}: {_cut(what)}" for where, what in problems[:_SHOWN_PROBLEMS]
+        f"{_cut(where, tail=True)}: {_cut(what)}" for where, _, what in problems[:_SHOWN_PROBLEMS]
     ]
     more = len(problems) - len(shown)
     return "; ".join(shown) + (f"; and {more} more" if more else "")
+
+
+def violations(schema: Mapping[str, Any], args: Mapping[str, Any]) -> list[Violation]:
+    """Every violation of ``schema`` by ``args``: ``(location, keyword, message)``, e.g.
+    ``("b", "maximum", "5000 is greater than the maximum of 1000")`` (``[]``: they pass).
+
+    Raises ``ValueError`` like :func:`check_schema` for an unusable schema.
+    """
+    return _compile(_canonical(schema), _jsonschema() is not None)(dict(args))
 
 
 def _canonical(schema: Mapping[str, Any]) -> str:
@@ -107,11 +125,11 @@ def _compile(text: str, with_jsonschema: bool) -> Problems:
     return functools.partial(_guarded, functools.partial(_builtin_problems, schema=schema))
 
 
-def _guarded(problems: Problems, value: object) -> list[tuple[str, str]]:
+def _guarded(problems: Problems, value: object) -> list[Violation]:
     try:
         return problems(value)
     except RecursionError:  # a recursive schema meeting deeply nested arguments
-        return [("the arguments", "nest too deeply to be validated")]
+        return [("the arguments", "depth", "nest too deeply to be validated")]
 
 
 def _where(path: Iterable[object]) -> str:
@@ -135,13 +153,16 @@ def _jsonschema_problems(schema: dict[str, Any]) -> Problems:
     _References(schema).check()
     validator = validator_class(schema)
 
-    def problems(value: object) -> list[tuple[str, str]]:
+    def problems(value: object) -> list[Violation]:
         from referencing.exceptions import Unresolvable  # installed with jsonschema
 
         try:
-            return [(_where(e.absolute_path), e.message) for e in validator.iter_errors(value)]
+            return [
+                (_where(e.absolute_path), str(e.validator), e.message)
+                for e in validator.iter_errors(value)
+            ]
         except Unresolvable as exc:  # a reference the construction check could not follow
-            return [("the schema", f"has a $ref that cannot be resolved ({exc})")]
+            return [("the schema", "$ref", f"has a $ref that cannot be resolved ({exc})")]
 
     return functools.partial(_guarded, problems)
 
@@ -287,42 +308,46 @@ def _show(value: object) -> str:
 
 
 # Each assertion: (value, the keyword's argument, the whole schema, path) -> problems.
-Assertion = Callable[[object, Any, dict[str, Any], list[object]], Iterator[tuple[str, str]]]
+Assertion = Callable[[object, Any, dict[str, Any], list[object]], Iterator[Violation]]
 
 
 def _type(
     value: object, expected: Any, schema: dict[str, Any], path: list[object]
-) -> Iterator[tuple[str, str]]:
+) -> Iterator[Violation]:
     names = [expected] if isinstance(expected, str) else expected
     if not any(_is_type(value, name) for name in names):
         actual = next(name for name in _TYPES if _is_type(value, name))
-        yield _where(path), f"expected {' or '.join(names)}, got {actual}"
+        yield _where(path), "type", f"expected {' or '.join(names)}, got {actual}"
 
 
 def _enum(
     value: object, options: Any, schema: dict[str, Any], path: list[object]
-) -> Iterator[tuple[str, str]]:
+) -> Iterator[Violation]:
     if not any(_equal(value, option) for option in options):
-        yield _where(path), f"must be one of {', '.join(_show(o) for o in options[:10])}"
+        yield _where(path), "enum", f"must be one of {', '.join(_show(o) for o in options[:10])}"
 
 
 def _const(
     value: object, const: Any, schema: dict[str, Any], path: list[object]
-) -> Iterator[tuple[str, str]]:
+) -> Iterator[Violation]:
     if not _equal(value, const):
-        yield _where(path), f"must be {_show(const)}"
+        yield _where(path), "const", f"must be {_show(const)}"
 
 
 def _bound(
-    test: Callable[[Any, Any], bool], words: str, applies_to: str, measure: Callable[[Any], Any]
+    keyword: str,
+    test: Callable[[Any, Any], bool],
+    words: str,
+    applies_to: str,
+    measure: Callable[[Any], Any],
 ) -> Assertion:
     """``test(measure(value), limit)`` for values of type ``applies_to``; ``words`` says why not."""
 
     def check(
         value: object, limit: Any, schema: dict[str, Any], path: list[object]
-    ) -> Iterator[tuple[str, str]]:
+    ) -> Iterator[Violation]:
         if _is_type(value, applies_to) and not test(measure(value), limit):
-            yield _where(path), words.format(_show(limit))
+            yield _where(path), keyword, words.format(_show(limit))
 
     return check
 
@@ -333,16 +358,16 @@ def _same(value: Any) -> Any:
 
 def _required(
     value: object, names: Any, schema: dict[str, Any], path: list[object]
-) -> Iterator[tuple[str, str]]:
+) -> Iterator[Violation]:
     if isinstance(value, dict):
         for name in names:
             if name not in value:
-                yield _where(path), f"missing required property {name!r}"
+                yield _where(path), "required", f"missing required property {name!r}"
 
 
 def _properties(
     value: object, properties: Any, schema: dict[str, Any], path: list[object]
-) -> Iterator[tuple[str, str]]:
+) -> Iterator[Violation]:
     if isinstance(value, dict):
         for name, sub in properties.items():
             if name in value:
@@ -351,12 +376,16 @@ def _properties(
 
 def _additional(
     value: object, sub: Any, schema: dict[str, Any], path: list[object]
-) -> Iterator[tuple[str, str]]:
+) -> Iterator[Violation]:
     if not isinstance(value, dict):
         return
     extra = [name for name in value if name not in schema.get("properties", {})]
     if sub is False and extra:
-        yield _where(path), f"unexpected properties {', '.join(map(repr, sorted(extra)))}"
+        yield (
+            _where(path),
+            "additionalProperties",
+            f"unexpected properties {', '.join(map(repr, sorted(extra)))}",
+        )
         return
     for name in extra:
         yield from _builtin_problems(value[name], sub, [*path, name])
@@ -364,7 +393,7 @@ def _additional(
 
 def _items(
     value: object, sub: Any, schema: dict[str, Any], path: list[object]
-) -> Iterator[tuple[str, str]]:
+) -> Iterator[Violation]:
     if isinstance(value, list):
         for index, element in enumerate(value):
             yield from _builtin_problems(element, sub, [*path, index])
@@ -374,14 +403,20 @@ _ASSERTIONS: dict[str, Assertion] = {
     "type": _type,
     "enum": _enum,
     "const": _const,
-    "minimum": _bound(operator.ge, "must be at least {}", "number", _same),
-    "maximum": _bound(operator.le, "must be at most {}", "number", _same),
-    "exclusiveMinimum": _bound(operator.gt, "must be greater than {}", "number", _same),
-    "exclusiveMaximum": _bound(operator.lt, "must be less than {}", "number", _same),
-    "minLength": _bound(operator.ge, "must have at least {} characters", "string", len),
-    "maxLength": _bound(operator.le, "must have at most {} characters", "string", len),
-    "minItems": _bound(operator.ge, "must have at least {} items", "array", len),
-    "maxItems": _bound(operator.le, "must have at most {} items", "array", len),
+    "minimum": _bound("minimum", operator.ge, "must be at least {}", "number", _same),
+    "maximum": _bound("maximum", operator.le, "must be at most {}", "number", _same),
+    "exclusiveMinimum": _bound(
+        "exclusiveMinimum", operator.gt, "must be greater than {}", "number", _same
+    ),
+    "exclusiveMaximum": _bound(
+        "exclusiveMaximum", operator.lt, "must be less than {}", "number", _same
+    ),
+    "minLength": _bound(
+        "minLength", operator.ge, "must have at least {} characters", "string", len
+    ),
+    "maxLength": _bound("maxLength", operator.le, "must have at most {} characters", "string", len),
+    "minItems": _bound("minItems", operator.ge, "must have at least {} items", "array", len),
+    "maxItems": _bound("maxItems", operator.le, "must have at most {} items", "array", len),
     "required": _required,
     "properties": _properties,
     "additionalProperties": _additional,
@@ -394,10 +429,10 @@ BUILTIN_KEYWORDS = frozenset(_ASSERTIONS) | frozenset(_ANNOTATIONS)
 
 def _builtin_problems(
     value: object, schema: object, path: list[object] | None = None
-) -> list[tuple[str, str]]:
+) -> list[Violation]:
     path = path or []
     if schema is False:
-        return [(_where(path), "no value is allowed here")]
+        return [(_where(path), "false", "no value is allowed here")]
     if not isinstance(schema, dict):
         return []  # ``true``
     return [

@@ -16,6 +16,12 @@ G  completion            :func:`settle`         env_error → env_error; execute
                                                  not_executed → no completion check
 H  back to A
 
+Three stop reasons come from outside the iteration, at whatever ``await`` the run is in
+(``polyloop._loop._Driver.guarded``; a commit in flight always lands first):
+``cancelled`` — ``run()`` was cancelled deliberately (a batch's Ctrl-C is not that: it
+interrupts and writes no finish); ``time_limit`` — the per-run time limit of ``run_many``
+elapsed; ``resume_state_unknown`` — a resume met an action intent it may not replay.
+
 Budgets are settled at the *start* of the next iteration (A), so a run that completes on its
 last allowed step ends ``task_completed``, not ``step_budget``: the two would have trajectories
 of the same length and could never be told apart afterwards.

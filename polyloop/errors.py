@@ -17,6 +17,7 @@ __all__ = [
     "RunNotFound",
     "SchemaVersionError",
     "StoreCorrupted",
+    "TaskRefused",
 ]
 
 
@@ -64,3 +65,23 @@ class IndexNotBuilt(PolyloopError):
 
 class InvalidRunId(PolyloopError, ValueError):
     """A run id does not match ``[A-Za-z0-9][A-Za-z0-9._-]{0,127}``; raised before any I/O."""
+
+
+class TaskRefused(PolyloopError, ValueError):
+    """``run_many`` refused a task before starting anything: its run id would be invalid, its
+    id is a duplicate, or the store holds a run for it that is not this task's (another goal,
+    other labels, another batch, or an unfinished run of another agent).
+
+    ``index`` is the task's position in the list given (0-based), ``task_id`` its id (``None``
+    when it had none), ``reason`` the message without the task's position; ``others`` how many
+    more tasks were refused for the same check.
+    """
+
+    def __init__(self, index: int, task_id: str | None, reason: str, *, others: int = 0) -> None:
+        self.index = index
+        self.task_id = task_id
+        self.reason = reason
+        self.others = others
+        plural = "" if others == 1 else "s"
+        more = f" ({others} more task{plural} refused likewise)" if others else ""
+        super().__init__(f"task {index + 1}: {reason}{more}")

@@ -5,12 +5,19 @@ Seam names (the strings the plugin and the contract kit use): ``model_client``,
 
 This module also re-exports the value types the Protocols take and return, so an implementer
 needs one import.
+
+Besides the seams, three optional protocols: ``BatchRunStore`` and ``InlineCommitRunStore`` (ways
+a store may commit), ``DescribedModelClient`` (a model client that says which provider, model and
+request parameters it calls) and ``Instrumentation`` (what ``run(..., instrumentation=...)``
+calls around the run and around each model, parser and executor call).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar, runtime_checkable
 
 from polyloop._run_index import RunQuery, RunStats, RunSummary
 from polyloop.errors import (
@@ -30,6 +37,8 @@ from polyloop.types import (
     ParsedReply,
     Record,
     RunLog,
+    RunResult,
+    RunStarted,
 )
 
 __all__ = [
@@ -40,25 +49,32 @@ __all__ = [
     "ActionStatus",
     "BatchRunStore",
     "DecisionParser",
+    "DescribedModelClient",
     "Event",
     "EventSink",
     "FinalAnswer",
     "IndexedRunStore",
     "InlineCommitRunStore",
+    "Instrumentation",
     "InvalidDecision",
     "Message",
     "ModelClient",
+    "ModelDescription",
     "ModelReply",
     "ParsedReply",
     "Record",
     "RunAlreadyExists",
     "RunAlreadyFinished",
     "RunConflict",
+    "RunInstrumentation",
     "RunLog",
     "RunQuery",
+    "RunResult",
+    "RunStarted",
     "RunStats",
     "RunStore",
     "RunSummary",
+    "SeamCall",
 ]
 
 SEAM_NAMES: tuple[str, ...] = (
@@ -178,3 +194,122 @@ class IndexedRunStore(RunStore, Protocol):
     async def query_runs(self, query: RunQuery) -> list[RunSummary]: ...
 
     async def run_stats(self, query: RunQuery) -> RunStats: ...
+
+
+# A request parameter's value as a trace attribute takes it: a scalar or a list of strings.
+RequestParameter = str | int | float | bool | tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelDescription:
+    """What a model client calls, as telemetry names it (OpenTelemetry GenAI conventions).
+
+    ``provider``: the API flavour, e.g. ``"openai"`` (``gen_ai.provider.name``); ``model``: the
+    model requested (``gen_ai.request.model``); ``parameters``: the request parameters the client
+    sends, keyed by their convention name without the ``gen_ai.request.`` prefix
+    (``temperature``, ``max_tokens``, ``top_p``, ``top_k``, ``frequency_penalty``,
+    ``presence_penalty``, ``stop_sequences``, ``seed``, ``choice.count``); ``server_address`` and
+    ``server_port``: where it sends them, when known. Texts are never ``""``.
+    """
+
+    provider: str
+    model: str
+    parameters: Mapping[str, RequestParameter] = field(default_factory=dict)
+    server_address: str | None = None
+    server_port: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("provider", "model"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"ModelDescription.{name} must be a non-empty str, got {value!r}")
+        if self.server_address is not None and (
+            not isinstance(self.server_address, str) or not self.server_address
+        ):
+            raise ValueError("ModelDescription.server_address must be None or a non-empty str")
+        port = self.server_port
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int)):
+            raise ValueError(f"ModelDescription.server_port must be None or an int, got {port!r}")
+        if not isinstance(self.parameters, Mapping) or not all(
+            isinstance(k, str) and k for k in self.parameters
+        ):
+            raise ValueError("ModelDescription.parameters must map non-empty str names to values")
+
+
+@runtime_checkable
+class DescribedModelClient(ModelClient, Protocol):
+    """A model client that says what it calls (optional).
+
+    ``describe()`` is called once per model call by an instrumentation that wants it (never by
+    the loop itself); it must be cheap, must not do I/O and must not raise.
+    ``OpenAIChatModel`` offers it.
+    """
+
+    def describe(self) -> ModelDescription: ...
+
+
+_Result_contra = TypeVar("_Result_contra", contravariant=True)
+
+
+class SeamCall(Protocol[_Result_contra]):
+    """One observed seam call: the loop hands it what the seam returned.
+
+    The context manager that yields it sees an exception the seam raised (including
+    ``CancelledError``) in its ``__exit__``, and ``returned`` is then never called.
+    """
+
+    def returned(self, value: _Result_contra) -> None: ...
+
+
+class RunInstrumentation(Protocol):
+    """One run (one call of ``run()`` or ``resume()``) as an instrumentation observes it.
+
+    ``trace_parent`` is the W3C ``traceparent`` of the run as this instrumentation recorded it,
+    or ``None``: ``run()`` stores it in ``RunStarted.trace_parent``, so a resume can link to it.
+    Each method returns a context manager the loop enters right before the seam call and leaves
+    right after it, in the task that makes the call (so a context variable set on entry, such as
+    OpenTelemetry's current span, is what the seam sees). ``finished`` is called once with the
+    result when the run returns; when it raises (or is cancelled), the context manager of
+    ``Instrumentation.run`` sees the exception instead.
+    """
+
+    @property
+    def trace_parent(self) -> str | None: ...
+
+    def model_call(
+        self, step_index: int, messages: Sequence[Message], model: ModelClient
+    ) -> AbstractContextManager[SeamCall[ModelReply]]: ...
+
+    def parse(
+        self, step_index: int, reply: ModelReply
+    ) -> AbstractContextManager[SeamCall[ParsedReply]]: ...
+
+    def execute(
+        self, step_index: int, action: Action
+    ) -> AbstractContextManager[SeamCall[ActionOutcome]]: ...
+
+    def finished(self, result: RunResult) -> None: ...
+
+
+@runtime_checkable
+class Instrumentation(Protocol):
+    """Observes runs from inside the loop: ``run(..., instrumentation=...)``, same for ``resume``.
+
+    Optional, and unlike an ``EventSink`` (fed after each append) it is called *around* the work:
+    ``run`` around the whole run, then the returned ``RunInstrumentation`` around each model,
+    parser and executor call. ``started`` is the run's ``RunStarted``: for a new run, the record
+    about to be written (its ``trace_parent`` is filled from the instrumentation's afterwards);
+    for a resume (``resumed=True``), the record in the log, whose ``trace_parent`` names the
+    original run. No instrumentation given: the loop calls nothing and pays one ``is None``
+    test per seam call.
+
+    An instrumentation must never fail a run: it must not raise from any of these calls (an
+    exception it raises anyway propagates, as a parser's does), and it must let every exception
+    it sees in ``__exit__`` propagate (return a false value). It may block the calling task only
+    as long as its own bookkeeping takes. ``polyloop.instrumentation.OpenTelemetryInstrumentation``
+    implements it.
+    """
+
+    def run(
+        self, started: RunStarted, *, resumed: bool
+    ) -> AbstractContextManager[RunInstrumentation]: ...

@@ -135,8 +135,9 @@ def load_report(path: str | Path) -> dict[str, Any]:
         raise ReportError(f"{path}: not a report (JSON nested too deeply)") from None
     except ValueError as error:
         raise ReportError(f"{path}: not JSON: {_one_line(str(error))}") from error
-    if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
-        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+    tag = data.get("schema") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(tag, str) or tag not in READABLE_SCHEMAS:
+        found = tag if isinstance(data, dict) else type(data).__name__
         newer = _is_newer(found)
         raise ReportError(
             f"{path}: not a {SCHEMA} report (schema: {_shown(found)})"
@@ -336,9 +337,9 @@ def _indent(text: str, prefix: str) -> list[str]:
 
 def _where(item: Mapping[str, Any]) -> str:
     """The source, unless the id already says it (a hand-written class: ``path::Class``)."""
-    source = str(item.get("source", ""))
+    source = str(item.get("source") or "")
     path = source.rsplit(":", 1)[0]
-    return "" if str(item["id"]).startswith(f"{path}::") else f"  {source}"
+    return "" if not source or str(item["id"]).startswith(f"{path}::") else f"  {source}"
 
 
 class _Whole(str):
@@ -364,7 +365,9 @@ def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
     if report.get("interrupted"):
         lines.insert(1, _INTERRUPTED)
     implementations = report.get("implementations", [])
-    width = max((len(item["id"]) for item in implementations), default=0)
+    # The column the seams line up in: past _ALIGN_AT characters an id overflows it instead,
+    # so that one long id does not push every line (and its wrapped parts) off the screen.
+    width = min(max((len(item["id"]) for item in implementations), default=0), _ALIGN_AT)
     for item in implementations:
         lines.append(
             f"{item['id']:<{width}}  {item['seam']}  {item['collected']}/{item['catalogue']}  "
@@ -407,6 +410,8 @@ def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
         lines = [part for line in lines for part in _wrapped(line, columns)]
     return "\n".join(lines) + "\n"
 
+
+_ALIGN_AT = 32
 
 _INTERRUPTED = (
     "interrupted: the session stopped before every promise ran (Ctrl-C, a collection error, -x "

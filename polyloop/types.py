@@ -5,10 +5,10 @@ the public contract: adding a field with a default is compatible; renaming or re
 new major ``schema_version``. Records that hold mappings (``ModelReply.usage``,
 ``RunStarted.parameters``, ``Action.tool_args``) are not hashable.
 
-Only three constructors validate (raising ``ValueError`` naming the field): ``ModelReply``
+Only four constructors validate (raising ``ValueError`` naming the field): ``ModelReply``
 (``call_id=""``, ``usage`` not mapping str to an int or a finite float), ``Budget`` (a limit
-< 1) and ``Action`` (``tool_args`` not JSON-serialisable). Everything else is plain data;
-the contract kit checks types at the seams.
+< 1), ``Action`` (``tool_args`` not JSON-serialisable) and ``ActionOutcome`` (``detail`` not a
+JSON object). Everything else is plain data; the contract kit checks types at the seams.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ __all__ = [
     "record_from_json",
 ]
 
-# 1.1: RunStarted gained the optional batch, task_id, labels and trace_parent (1.0 logs read
+# 1.1: RunStarted gained the optional batch, task_id, labels and trace_parent, ModelReply the
+# optional model and finish_reason, StepCompleted the optional executor_detail (1.0 logs read
 # with their defaults; a reader ignores fields a later minor added).
 SCHEMA_VERSION = "1.1"
 
@@ -122,7 +123,8 @@ class StopReason(enum.StrEnum):
     The enum only grows: an exhaustive ``match`` over it must keep a default branch.
     ``CANCELLED`` never appears on a result returned by ``run()`` (cancellation re-raises
     ``CancelledError``); it appears in the log's ``RunFinished`` and in a result that
-    ``resume()`` rebuilds from that log.
+    ``resume()`` rebuilds from that log. ``TIME_LIMIT``: a batch run (``run_many``) was driven
+    longer than its per-run time limit.
     """
 
     TASK_COMPLETED = "task_completed"
@@ -135,6 +137,7 @@ class StopReason(enum.StrEnum):
     ACTION_BUDGET = "action_budget"
     CANCELLED = "cancelled"
     RESUME_STATE_UNKNOWN = "resume_state_unknown"
+    TIME_LIMIT = "time_limit"
 
 
 class ActionStatus(enum.StrEnum):
@@ -160,12 +163,20 @@ class Message:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelReply:
-    """What the model returned. ``call_id`` joins a step to billing: ``None`` or non-empty."""
+    """What the model returned. ``call_id`` joins a step to billing: ``None`` or non-empty.
+
+    ``call_id`` is the provider's response id. ``model`` is the model that answered (which may
+    name a snapshot of the one requested) and ``finish_reason`` why it stopped generating
+    (``"stop"``, ``"length"``, ``"tool_calls"``, … as the provider says it): each ``None`` when
+    the client does not know, never ``""``.
+    """
 
     text: str
     reasoning: str = ""
     call_id: str | None = None
     usage: Mapping[str, int | float] = field(default_factory=dict)
+    model: str | None = None
+    finish_reason: str | None = None
 
     def __post_init__(self) -> None:
         problem = usage_problem(self.usage)
@@ -176,6 +187,12 @@ class ModelReply:
                 "ModelReply.call_id must be None or a non-empty str, never '' "
                 "(an empty string looks like a valid join key and silently matches nothing)"
             )
+        for name in ("model", "finish_reason"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(
+                    f"ModelReply.{name} must be None or a non-empty str, got {value!r}"
+                )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -226,13 +243,41 @@ ParsedReply: TypeAlias = Action | FinalAnswer | InvalidDecision
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ActionOutcome:
-    """What an executor returns for one action."""
+    """What an executor returns for one action.
+
+    ``detail`` is optional structured audit data about the action — why it was refused, what
+    the environment reported on the way — as a JSON object (``None``: nothing to add). It never
+    reaches the model: the loop keeps it in ``StepCompleted.executor_detail`` and it travels
+    with that record's event. It is copied as plain JSON when the outcome is built; a value
+    that is not a JSON object with string keys, or nests deeper than ``MAX_NESTING``, is a
+    ``ValueError``.
+    """
 
     status: ActionStatus
     observation: str
     observation_is_synthetic: bool = False
     env_reported_completion: bool = False
     observation_truncated_chars: int = 0
+    detail: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.detail is not None:
+            object.__setattr__(
+                self, "detail", plain_json_object(self.detail, "ActionOutcome.detail")
+            )
+
+
+def plain_json_object(value: object, name: str) -> dict[str, Any]:
+    """``value`` as a fresh plain JSON object, or a ``ValueError`` naming ``name``."""
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ValueError(f"{name} must be a mapping with str keys, got {type(value).__name__}")
+    if nested_deeper_than(value, MAX_NESTING):
+        raise ValueError(f"{name} is nested deeper than {MAX_NESTING} levels")
+    try:
+        copied: dict[str, Any] = json.loads(canonical_json(dict(value)))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be JSON-serialisable: {exc}") from None
+    return copied
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -415,13 +460,16 @@ class ActionIntent(_JsonRecord):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepCompleted(_JsonRecord):
     """A finished step. ``executor_observation`` keeps the executor's text when the library
-    replaced it with a synthetic one; ``model_error`` is ``"ExcType: message"`` for ``llm_error``.
+    replaced it with a synthetic one; ``executor_detail`` is the executor's structured audit data
+    (``ActionOutcome.detail``), kept whatever the status; ``model_error`` is
+    ``"ExcType: message"`` for ``llm_error``.
     """
 
     kind: ClassVar[str] = "step_completed"
     step: StepRecord
     executor_observation: str | None = None
     model_error: str | None = None
+    executor_detail: dict[str, Any] | None = None
     schema_version: str = SCHEMA_VERSION
 
 
@@ -510,7 +558,13 @@ def _read_reply(data: object) -> ModelReply:
         reasoning=d.get("reasoning", is_str, "a str", default=""),
         call_id=d.get("call_id", is_opt_str, "a str or null", default=None),
         usage=usage,
+        model=d.get("model", _is_opt_name, "a non-empty str or null", default=None),
+        finish_reason=d.get("finish_reason", _is_opt_name, "a non-empty str or null", default=None),
     )
+
+
+def _is_opt_name(value: object) -> bool:
+    return value is None or (isinstance(value, str) and value != "")
 
 
 def _read_action(data: object) -> Action:
@@ -611,8 +665,13 @@ def _read_step_completed(d: Fields, version: str) -> StepCompleted:
             "executor_observation", is_opt_str, "a str or null", default=None
         ),
         model_error=d.get("model_error", is_opt_str, "a str or null", default=None),
+        executor_detail=d.get("executor_detail", _is_opt_dict, "an object or null", default=None),
         schema_version=version,
     )
+
+
+def _is_opt_dict(v: Any) -> bool:
+    return v is None or isinstance(v, dict)
 
 
 def _read_run_finished(d: Fields, version: str) -> RunFinished:

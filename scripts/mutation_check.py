@@ -1,11 +1,14 @@
 """Helpers of scripts/mutation.sh (see docs/explanation/mutation-testing.md).
 
-``configure-slice PYPROJECT``  rewrite ``[tool.mutmut]`` of a COPY of the project so that it
-    runs only the CI slice: ``[tool.polyloop-mutation-slice]`` names its modules and tests.
-``slice-patterns``  print the slice's mutant name patterns, one a line.
-``check EQUIVALENT PATTERN...``  read ``mutmut results --all True`` on stdin; print the counts
-    per module and fail (exit 1) on any mutant matching a PATTERN that was not killed and is
-    not listed in EQUIVALENT (one mutant name a line, ``#`` starts a comment).
+``groups``  print the names of the groups (``[tool.polyloop-mutation.NAME]``), one a line.
+``configure GROUP PYPROJECT``  rewrite ``[tool.mutmut]`` of a COPY of the project so that it
+    mutates the group's modules and selects the group's tests.
+``patterns GROUP``  print the group's mutant name patterns, one a line.
+``check EQUIVALENT RESULTS...``  read the files ``mutmut results --all True`` wrote, one per
+    group (named ``GROUP.txt``); a mutant counts for the groups whose patterns it matches, and
+    is killed if one of them killed it. Print the counts per module and fail (exit 1) on any
+    mutant not killed and not listed in EQUIVALENT (one mutant name a line, ``#`` starts a
+    comment), and on any mutant of the mutated modules that no group judged.
 """
 
 from __future__ import annotations
@@ -19,21 +22,30 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# `mutmut results` prints "    <name>: <status>"; these statuses are no kill.
-NOT_KILLED = ("survived", "no tests", "timeout", "suspicious", "segfault", "skipped")
+# `mutmut results` prints "    <name>: <status>"; these statuses are no kill. A "timeout" is
+# one: the tests never finished on the mutant (a loop that no longer ends), which fails any run.
+NOT_KILLED = ("survived", "no tests", "suspicious", "segfault", "skipped")
 
 
-def _slice() -> dict[str, list[str]]:
+def _groups() -> dict[str, dict[str, list[str]]]:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    table: dict[str, list[str]] = data["tool"]["polyloop-mutation-slice"]
-    return table
+    groups: dict[str, dict[str, list[str]]] = data["tool"]["polyloop-mutation"]
+    return groups
 
 
-def configure_slice(pyproject: Path) -> None:
+def _group(name: str) -> dict[str, list[str]]:
+    groups = _groups()
+    if name not in groups:
+        raise SystemExit(f"no mutation group {name!r} (groups: {', '.join(groups)})")
+    return groups[name]
+
+
+def configure(name: str, pyproject: Path) -> None:
+    group = _group(name)
     text = pyproject.read_text(encoding="utf-8")
     table = tomllib.loads(text)["tool"]["mutmut"]
-    table["only_mutate"] = _slice()["only_mutate"]
-    table["pytest_add_cli_args_test_selection"] = _slice()["tests"]
+    table["only_mutate"] = group["only_mutate"]
+    table["pytest_add_cli_args_test_selection"] = group["tests"]
     # [tool.mutmut] is the last table of pyproject.toml up to the next table header, if any.
     start = text.index("\n[tool.mutmut]\n")
     end = text.find("\n[", start + 1)
@@ -51,16 +63,33 @@ def _equivalent(path: Path) -> set[str]:
     return names
 
 
-def check(equivalent_file: Path, patterns: list[str], results: str) -> int:
-    equivalent = _equivalent(equivalent_file)
+def _statuses(results: str) -> dict[str, str]:
     statuses = {}
     for line in results.splitlines():
         match = re.fullmatch(r"\s*(\S+): (.+)", line)
-        if match and any(fnmatch.fnmatchcase(match[1], p) for p in patterns):
+        if match:
             statuses[match[1]] = match[2].strip()
-    if not statuses:
-        print("mutation check: no mutant matched; did mutmut run?", file=sys.stderr)
+    return statuses
+
+
+def check(equivalent_file: Path, result_files: list[Path]) -> int:
+    equivalent = _equivalent(equivalent_file)
+    judged: dict[str, list[str]] = {}  # mutant -> its status in each group that judged it
+    every: set[str] = set()  # every mutant of the mutated modules, judged or not
+    for path in result_files:
+        patterns = _group(path.stem)["mutants"]
+        for name, status in _statuses(path.read_text(encoding="utf-8")).items():
+            every.add(name)
+            if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+                judged.setdefault(name, []).append(status)
+    if not every:
+        print("mutation check: no mutant in the results; did mutmut run?", file=sys.stderr)
         return 2
+    statuses = {}
+    for name in every:
+        seen = judged.get(name, ["not judged by any group"])
+        killed = [s for s in seen if s not in NOT_KILLED and s != "not checked"]
+        statuses[name] = killed[0] if killed else seen[0]
     per_module: dict[str, Counter[str]] = {}
     for name, status in statuses.items():
         module = name.split(".x_")[0].split(".xǁ")[0]
@@ -71,30 +100,37 @@ def check(equivalent_file: Path, patterns: list[str], results: str) -> int:
     for module, counts in sorted(per_module.items()):
         shown = ", ".join(f"{kind} {count}" for kind, count in sorted(counts.items()))
         print(f"{module}: {sum(counts.values())} mutants: {shown}")
-    unchecked = sorted(n for n, s in statuses.items() if s == "not checked")
+    missing = sorted(
+        n for n, s in statuses.items() if s in ("not checked", "not judged by any group")
+    )
     new = sorted(n for n, s in statuses.items() if s in NOT_KILLED and n not in equivalent)
     for name in new:
         print(f"NOT KILLED ({statuses[name]}), not listed as equivalent: {name}")
-    if unchecked:
-        print(f"{len(unchecked)} mutants not checked (the run stopped early?)", file=sys.stderr)
+    for name in missing:
+        print(f"NOT RUN ({statuses[name]}): {name}")
+    if missing:
+        print(f"{len(missing)} mutants not run (the run stopped early, or no group matches them)")
     if new:
         print(
             f"{len(new)} mutant(s) no test kills: see them with `mutmut show NAME`, then kill "
             f"them with a test, or list them in {equivalent_file.name} with the reason"
         )
-    return 1 if new or unchecked else 0
+    return 1 if new or missing else 0
 
 
 def main(argv: list[str]) -> int:
-    command, *args = argv
-    if command == "configure-slice":
-        configure_slice(Path(args[0]))
+    command, *args = argv or ["help"]
+    if command == "groups":
+        print("\n".join(_groups()))
         return 0
-    if command == "slice-patterns":
-        print("\n".join(_slice()["mutants"]))
+    if command == "configure" and len(args) == 2:
+        configure(args[0], Path(args[1]))
         return 0
-    if command == "check":
-        return check(Path(args[0]), args[1:], sys.stdin.read())
+    if command == "patterns" and len(args) == 1:
+        print("\n".join(_group(args[0])["mutants"]))
+        return 0
+    if command == "check" and args:
+        return check(Path(args[0]), [Path(a) for a in args[1:]])
     print(__doc__, file=sys.stderr)
     return 2
 

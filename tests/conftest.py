@@ -237,21 +237,24 @@ def require_mcp() -> None:
     require_extra("mcp")
 
 
-def mcp_stdio_command() -> list[str]:
-    """The command that runs the test MCP server over stdio."""
-    return [sys.executable, str(MCP_SERVER)]
+def mcp_stdio_command(*options: str) -> list[str]:
+    """The command that runs the test MCP server over stdio (``options``: ``--broken``)."""
+    return [sys.executable, str(MCP_SERVER), *options]
 
 
 @contextlib.contextmanager
-def mcp_http_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The test MCP server over streamable HTTP on a free loopback port: its URL and process.
+def mcp_http_server(*options: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The test MCP server over streamable HTTP on a free loopback port: its URL and process
+    (``options``: ``--broken``, ``--token T``).
 
     Returns once the port accepts connections; the process is killed on the way out.
     """
     port = _free_loopback_port()
     with tempfile.TemporaryFile() as log:
         server = subprocess.Popen(
-            [sys.executable, str(MCP_SERVER), "--http", str(port)], stdout=log, stderr=log
+            [sys.executable, str(MCP_SERVER), "--http", str(port), *options],
+            stdout=log,
+            stderr=log,
         )
         try:
             _wait_until_listening(port, server, log)

@@ -23,6 +23,7 @@ from typing import Any, NoReturn, TextIO
 from polyloop._exception_text import exception_message
 from polyloop._run_id import validate_run_id
 from polyloop._run_index import RunQuery, RunSummary
+from polyloop.cli._batch import add_batch_command
 from polyloop.cli._demo import run_demo
 from polyloop.cli._index import (
     Output,
@@ -42,7 +43,7 @@ from polyloop.cli._read_only import NoStore
 from polyloop.cli._report import add_report_commands
 from polyloop.errors import PolyloopError, SchemaVersionError, StoreCorrupted
 from polyloop.stores import open_store, sqlite_path
-from polyloop.types import RunLog, StepRecord
+from polyloop.types import RunLog, StepRecord, canonical_json
 
 __all__ = ["main"]
 
@@ -84,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Handler | None = getattr(args, "handler", None)
         if handler is None:
             raise UsageError(
-                "no command given: runs, stats, export, migrate, show, demo or report "
+                "no command given: runs, stats, export, migrate, show, demo, batch or report "
                 "(see: polyloop --help)"
             )
         _check_arguments(args)
@@ -209,6 +210,7 @@ def _parser() -> argparse.ArgumentParser:
     parsers["demo"].add_argument(
         "--run-id", default=None, metavar="ID", help="the run id (default: a new uuid4 hex)"
     )
+    add_batch_command(commands, store_option)
     add_report_commands(commands)
     return parser
 
@@ -339,6 +341,8 @@ def _print_trajectory(run_id: str, log: RunLog, out: TextIO) -> None:
         if step.observation:
             line += f"  -> {_excerpt(step.observation, _EXCERPT)}"
         print(line.rstrip(), file=out)
+        for detail in _detail_lines(completed.executor_detail):
+            print(detail, file=out)
     finished = log.finished
     if finished is None:
         last = log.records[-1].kind if log.records else "nothing"
@@ -366,6 +370,22 @@ def _step_summary(step: StepRecord, model_error: str | None) -> tuple[str, str]:
         return "final_answer", _excerpt(step.raw_output, _EXCERPT)
     status = step.action_status.value if step.action_status is not None else "?"
     return status, _excerpt(step.action, _EXCERPT)
+
+
+_DETAIL = 240  # one line of an executor's structured audit data
+
+
+def _detail_lines(detail: dict[str, Any] | None) -> list[str]:
+    """The executor's structured audit data (why a call was refused, what happened on the way),
+    one indented line per top-level key, its value as canonical JSON."""
+    if not detail:
+        return []
+    lines = []
+    for key in sorted(detail):
+        value = detail[key]
+        text = value if isinstance(value, str) else canonical_json(value)
+        lines.append(f"{'':6}{_excerpt(key, _EXCERPT)}: {_excerpt(text, _DETAIL)}")
+    return lines
 
 
 def _excerpt(text: str, limit: int) -> str:

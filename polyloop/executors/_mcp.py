@@ -1,32 +1,41 @@
-"""MCPExecutor: the tools of an MCP server as actions, through the official ``mcp`` SDK.
+"""MCPExecutor: the tools of one or several MCP servers as actions, through the official ``mcp``
+SDK.
 
-The SDK's clients are anyio context managers that must be left in the task that entered them.
-So the executor never enters them in the caller's task: :class:`_Connection` runs the whole
-client context (transport and session) in one task of an event loop on a thread of its own, and
-every call crosses over to it. Opening in one task and closing in another, or closing from a
-fresh event loop after the opening loop is gone, then needs nothing special.
+Each server's session lives in :mod:`polyloop.executors._mcp_connection` (a task of an event
+loop on a thread of its own); what a tool result becomes is
+:mod:`polyloop.executors._mcp_content`. This module is the executor: the tools the model is
+shown, the checks before a call, and the outcome of a call — its status, its text and its
+``detail`` (why it was refused, what the server reported on the way).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import concurrent.futures
 import contextlib
 import logging
 import math
-import threading
-from collections.abc import Mapping, Sequence
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
 from polyloop._closing import AsyncClosing
 from polyloop._exception_text import exception_text
 from polyloop._timeout import checked_timeout_s, shown_timeout
+from polyloop.executors._mcp_connection import Connection, Endpoint
+from polyloop.executors._mcp_content import render
 from polyloop.executors._observation_cap import checked_max_observation_chars
-from polyloop.executors._tool import _shown, invalid_arguments, truncate_observation, unknown_tool
+from polyloop.executors._tool import (
+    Refusal,
+    _shown,
+    invalid_arguments,
+    truncate_observation,
+    unknown_tool,
+)
 from polyloop.tools import Tool, ToolRegistry
-from polyloop.types import Action, ActionOutcome, ActionStatus, canonical_json
+from polyloop.types import Action, ActionOutcome, ActionStatus
 
 if TYPE_CHECKING:
     import mcp_types
@@ -35,8 +44,14 @@ __all__ = ["MCPExecutor"]
 
 _INSTALL_HINT = "MCPExecutor needs the MCP SDK: pip install 'polyloop[mcp]'"
 _LOGGER = logging.getLogger("polyloop.executors.mcp")
-_CLOSE_BOUND_S = 15.0  # the SDK's stdio shutdown waits at most 2 + 2 + 2 s for a stuck server
-_LIST_PAGE_CAP = 100  # a server whose tools/list pagination never ends cannot hang open()
+_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # joined to a tool name with "_"
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
+_PROGRESS_KEPT = 100  # progress notifications kept in one outcome's detail (the last ones)
+_MESSAGE_CHARS = 500  # a server's message in a detail is cut here
+
+#: ``on_progress(tool, progress, total, message)``: a live progress notification of a call,
+#: called on the event loop that called ``execute()``.
+OnProgress = Callable[[str, float, "float | None", "str | None"], object]
 
 
 def _require_sdk() -> None:
@@ -46,211 +61,243 @@ def _require_sdk() -> None:
         raise ImportError(_INSTALL_HINT) from exc
 
 
-class _Connection:
-    """An ``mcp.Client`` owned by one task of an event loop running on a thread of its own.
-
-    The caller's side (``open``, ``call``, ``stop``, ``close``) talks to the owner only through
-    thread-safe futures and ``call_soon_threadsafe``; everything of the SDK stays on the owner's
-    loop.
-    """
-
-    def __init__(
-        self, server: object, *, read_timeout_s: float | None, open_timeout_s: float | None
-    ) -> None:
-        self._server = server
-        self._read_timeout_s = read_timeout_s
-        self._open_timeout_s = open_timeout_s
-        self._client: Any = None  # an entered mcp.Client, touched only on the owner's loop
-        self._lost = ""  # why the connection ended by itself (owner's loop writes, callers read)
-        self._stopping = False  # set by stop(); read by the owner when its loop starts
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._opening: Any = None  # the anyio cancel scope around the handshake, while it runs
-        self._ready: concurrent.futures.Future[list[mcp_types.Tool]] = concurrent.futures.Future()
-        self._done: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-    async def open(self) -> list[mcp_types.Tool]:
-        """Start the owner thread; return the server's tools once the session is up."""
-        threading.Thread(target=self._thread, name="polyloop-mcp", daemon=True).start()
-        try:
-            return await asyncio.wrap_future(self._ready)
-        except BaseException:
-            self.stop()  # a failed or cancelled open leaves no thread or server behind
-            raise
-
-    def _thread(self) -> None:
-        try:
-            asyncio.run(self._main())
-        finally:  # whatever ended the thread, open() must not wait for it forever
-            self._fail_open(ConnectionError("the MCP client thread ended"))
-            self._done.set_result(None)
-
-    async def _main(self) -> None:
-        import anyio
-
-        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        if not self._stopping:  # else stop() came before the loop existed: never connect
-            with anyio.CancelScope() as scope:
-                if self._open_timeout_s is not None:
-                    scope.deadline = anyio.current_time() + self._open_timeout_s
-                self._opening = scope
-                await self._own()
-            if scope.cancelled_caught and not self._stop.is_set():
-                waited = shown_timeout(self._open_timeout_s)
-                self._fail_open(TimeoutError(f"no answer within {waited} s"))
-        self._fail_open(ConnectionError("the executor was closed while it was opening"))
-        if not self._stopping:  # until aclose(), calls get "connection closed" from _call
-            await self._stop.wait()
-
-    async def _own(self) -> None:
-        from mcp import Client
-
-        assert self._stop is not None
-        try:
-            # `server` is anything mcp.Client accepts (checked by the SDK, not typed here)
-            connecting = Client(self._server, read_timeout_seconds=self._read_timeout_s)  # type: ignore[arg-type]
-            async with connecting as client:
-                tools = await _list_tools(client)
-                self._opening.deadline = math.inf  # the open timeout covers the handshake only
-                self._opening = None
-                self._client = client
-                if self._stop.is_set() or not self._ready.set_running_or_notify_cancel():
-                    return
-                self._ready.set_result(tools)
-                await self._stop.wait()
-        except Exception as exc:  # the transport failed: open() raises it, or calls report it
-            self._lost = exception_text(exc)
-            self._fail_open(exc)
-            _LOGGER.debug("MCP connection ended: %s", self._lost, exc_info=True)
-        finally:
-            self._client = None
-
-    def _fail_open(self, exc: BaseException) -> None:
-        if not self._ready.done() and self._ready.set_running_or_notify_cancel():
-            self._ready.set_exception(exc)
-
-    async def call(self, name: str, args: dict[str, Any]) -> mcp_types.CallToolResult:
-        """``tools/call`` on the owner's loop; raises what the SDK raises."""
-        assert self._loop is not None, "open() returned, so the owner's loop runs"
-        future = asyncio.run_coroutine_threadsafe(self._call(name, args), self._loop)
-        return await asyncio.wrap_future(future)
-
-    async def _call(self, name: str, args: dict[str, Any]) -> mcp_types.CallToolResult:
-        if self._client is None:
-            lost = f"the connection was lost ({self._lost})" if self._lost else ""
-            raise ConnectionError(lost or "the connection is closed")
-        result: mcp_types.CallToolResult = await self._client.call_tool(name, args)
-        return result
-
-    def stop(self) -> None:
-        """Tell the owner to leave the client context and end its thread (does not wait)."""
-        self._stopping = True
-        if self._loop is not None:
-            with contextlib.suppress(RuntimeError):  # the owner's loop already ended
-                self._loop.call_soon_threadsafe(self._halt)
-
-    def _halt(self) -> None:  # on the owner's loop
-        assert self._stop is not None
-        self._stop.set()
-        if self._opening is not None:  # still in the handshake: abandon it
-            self._opening.cancel()
-
-    async def close(self) -> None:
-        """Stop the owner and wait for its thread to end, at most ``_CLOSE_BOUND_S``."""
-        self.stop()
-        try:
-            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._done)), _CLOSE_BOUND_S)
-        except TimeoutError:
-            _LOGGER.warning("the MCP client did not shut down within %g s", _CLOSE_BOUND_S)
+def _cut(text: str) -> str:
+    return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS] + "…"
 
 
-async def _list_tools(client: Any) -> list[mcp_types.Tool]:
-    tools: list[mcp_types.Tool] = []
-    cursor: str | None = None
-    for _ in range(_LIST_PAGE_CAP):
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if cursor is None:
-            return tools
-    raise ConnectionError(f"tools/list returned more than {_LIST_PAGE_CAP} pages")
-
-
-# --------------------------------------------------------------------------- what comes back
+# --------------------------------------------------------------------------- what went wrong
 
 # JSON-RPC codes (mcp_types.jsonrpc): the server refused the call, so the tool did not run
 _INVALID_PARAMS, _METHOD_NOT_FOUND = -32602, -32601
 _CONNECTION_CLOSED, _REQUEST_TIMEOUT = -32000, -32001
 
 
-def _size(data: str) -> str:
-    """The decoded size of base64 ``data``, for a summary line."""
-    try:
-        return f"{len(base64.b64decode(data, validate=True))} bytes"
-    except (binascii.Error, ValueError):
-        return f"{len(data)} base64 characters, not valid base64"
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """A ``tools/call`` that raised: its status, the text that says why, the same as data."""
+
+    status: ActionStatus
+    why: str
+    detail: dict[str, Any]
 
 
-def _render_block(block: Any) -> str:
-    """One content block of a tool result as text: text as is, everything else summarised."""
-    kind = getattr(block, "type", None)
-    if kind == "text":
-        return str(block.text)
-    if kind in ("image", "audio"):
-        return f"[{kind}: {block.mime_type}, {_size(block.data)}]"
-    if kind == "resource_link":
-        return f"[resource link: {block.uri}, {block.mime_type or 'unknown type'}]"
-    if kind == "resource":
-        contents = block.resource
-        mime = contents.mime_type or "unknown type"
-        text = getattr(contents, "text", None)
-        size = f"{len(text)} characters" if isinstance(text, str) else _size(contents.blob)
-        return f"[resource {contents.uri}: {mime}, {size}]"
-    return f"[{kind or 'unknown'} content]"
-
-
-def _render(result: Any) -> str:
-    """A tool result's content blocks, one per line (structured content if there are none)."""
-    parts = [_render_block(block) for block in result.content]
-    if not parts and result.structured_content is not None:
-        try:
-            parts = [canonical_json(result.structured_content)]
-        except (TypeError, ValueError, RecursionError):
-            parts = [repr(result.structured_content)]
-    return "\n".join(parts)
-
-
-def _error_status(exc: Exception) -> tuple[ActionStatus, str]:
+def _failure(exc: Exception, tool: str, connection: Connection) -> _Failure:
     """How an exception from ``tools/call`` maps to a status, and what to say about it."""
     from mcp import MCPError
 
+    refused = connection.refused_credentials
+    if refused is not None:  # the SDK reports a 401/403 as an internal error: say what it was
+        challenge = f"; the server asks for: {_cut(refused.challenge)}" if refused.challenge else ""
+        return _Failure(
+            ActionStatus.ENV_ERROR,
+            f"authentication failed: the server answered HTTP {refused.status} {refused.reason}"
+            f"{challenge} (check the headers or auth given to MCPExecutor.http)",
+            {"kind": "authentication", "status": refused.status, "challenge": refused.challenge},
+        )
     if not isinstance(exc, MCPError):  # transport failures, a result the SDK could not decode
-        return ActionStatus.ENV_ERROR, exception_text(exc)
+        text = exception_text(exc)
+        return _Failure(ActionStatus.ENV_ERROR, text, {"kind": "transport", "message": _cut(text)})
+    message = _cut(str(exc))
     if exc.code in (_INVALID_PARAMS, _METHOD_NOT_FOUND):
-        return ActionStatus.NOT_EXECUTED, f"the server refused the call ({exc.code}): {exc}"
+        return _Failure(
+            ActionStatus.NOT_EXECUTED,
+            f"the server refused the call ({exc.code}): {exc}",
+            {"kind": "server_refused", "tool": tool, "code": exc.code, "message": message},
+        )
     if exc.code == _CONNECTION_CLOSED:
-        return ActionStatus.ENV_ERROR, f"the connection is closed ({exc})"
+        return _Failure(
+            ActionStatus.ENV_ERROR,
+            f"the connection is closed ({exc})",
+            {"kind": "connection_closed", "message": message},
+        )
     if exc.code == _REQUEST_TIMEOUT:
-        return ActionStatus.ENV_ERROR, f"no answer within the read timeout ({exc})"
-    return ActionStatus.ENV_ERROR, f"the server answered with error {exc.code}: {exc}"
-
-
-# --------------------------------------------------------------------------- the arguments
-
-
-def _registry(tools: Sequence[Any]) -> ToolRegistry:
-    """The registry the model is shown (``Tool`` checks each published schema)."""
-    return ToolRegistry(
-        Tool(name=t.name, description=t.description or "", parameters=t.input_schema) for t in tools
+        waited = connection.endpoint.call_timeout_s(tool)
+        return _Failure(
+            ActionStatus.ENV_ERROR,
+            f"no answer within the read timeout of {shown_timeout(waited)} s ({exc})",
+            {"kind": "timeout", "timeout_s": waited, "message": message},
+        )
+    return _Failure(
+        ActionStatus.ENV_ERROR,
+        f"the server answered with error {exc.code}: {exc}",
+        {"kind": "server_error", "code": exc.code, "message": message},
     )
 
 
+# --------------------------------------------------------------------------- the servers
+
+
+@dataclass(slots=True)
+class _Member:
+    """One server behind the executor: its prefix (``None``: the only server, no prefix), how to
+    reach it, its session once open, and its last ``tools/list``."""
+
+    prefix: str | None
+    endpoint: Endpoint
+    connection: Connection | None = None
+    listed: list[mcp_types.Tool] = field(default_factory=list)
+    seen_changes: int = 0  # the connection's tool_list_changes when `listed` was fetched
+
+    def exposed(self, name: str) -> str:
+        """The name the model is shown for this server's tool ``name``."""
+        return name if self.prefix is None else f"{self.prefix}_{name}"
+
+    def __str__(self) -> str:
+        server = self.endpoint.server
+        command = getattr(server, "command", None)
+        if isinstance(command, str):  # StdioServerParameters
+            return " ".join([command, *getattr(server, "args", [])])
+        return server if isinstance(server, str) else type(server).__name__
+
+    def origin(self, name: str) -> str:
+        """Where a tool comes from, for a message: ``'forecast' of server 'weather' (…)``."""
+        if self.prefix is None:
+            return f"{_shown(name)} of {self}"
+        return f"{_shown(name)} of server {self.prefix!r} ({self})"
+
+
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """The tools the model is shown, where each one is served, and the ones left out."""
+
+    registry: ToolRegistry
+    routes: dict[str, tuple[_Member, str]]  # shown name -> (server, the server's own name)
+    output_schemas: dict[str, object]
+    skipped: dict[str, str]  # shown name -> why it is not offered
+
+
+def _listing(
+    members: Sequence[_Member],
+    *,
+    refuse_collisions: bool,
+    warned: Mapping[str, str] | None = None,
+) -> _Listing:
+    """Every server's tools under their shown names; a tool that cannot be offered is skipped
+    with a warning (once: not again when ``warned`` has it for the same reason).
+    ``refuse_collisions``: two servers showing one name is a ``ValueError``."""
+    tools: list[Tool] = []
+    routes: dict[str, tuple[_Member, str]] = {}
+    schemas: dict[str, object] = {}
+    skipped: dict[str, str] = {}
+    for member in members:
+        for listed in member.listed:
+            shown = member.exposed(listed.name)
+            taken = routes.get(shown)
+            why = None
+            if taken is not None and taken[0] is member:
+                why = f"{member} lists it twice"
+            elif taken is not None:
+                why = (
+                    f"the tool name {_shown(shown)} is published twice: by "
+                    f"{taken[0].origin(taken[1])} and by {member.origin(listed.name)}"
+                )
+                if refuse_collisions:
+                    raise ValueError(why + "; give the servers prefixes that keep names apart")
+            else:
+                try:
+                    tool = Tool(
+                        name=shown,
+                        description=listed.description or "",
+                        parameters=listed.input_schema,
+                    )
+                except ValueError as exc:
+                    why = f"its input schema cannot be used: {exc}"
+            if why is not None:
+                if (warned or {}).get(shown) != why:
+                    _LOGGER.warning(
+                        "MCP server %s: tool %s is skipped: %s", member, _shown(shown), why
+                    )
+                skipped[shown] = why
+                continue
+            tools.append(tool)
+            routes[shown] = (member, listed.name)
+            schemas[shown] = listed.output_schema
+    return _Listing(ToolRegistry(tools), routes, schemas, skipped)
+
+
+def _changes(before: ToolRegistry, after: ToolRegistry) -> dict[str, list[str]]:
+    """Which shown tools appeared, went, or changed what the model is told about them."""
+    old = {tool.name: tool.spec() for tool in before}
+    new = {tool.name: tool.spec() for tool in after}
+    return {
+        "added": sorted(new.keys() - old.keys()),
+        "removed": sorted(old.keys() - new.keys()),
+        "changed": sorted(name for name in old.keys() & new.keys() if old[name] != new[name]),
+    }
+
+
+# --------------------------------------------------------------------------- checked options
+
+
+def _checked_artifacts_dir(value: object) -> Path | None:
+    if value is None:
+        return None
+    if not isinstance(value, str | os.PathLike) or not os.fspath(value):
+        raise ValueError(f"artifacts_dir must be a non-empty path or None, got {value!r}")
+    try:
+        os.fsencode(value)
+    except UnicodeError:
+        raise ValueError(
+            f"artifacts_dir cannot be encoded for the file system: {value!r}"
+        ) from None
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"artifacts_dir {str(path)!r} exists and is not a directory")
+    return path
+
+
+def _checked_call_timeouts(value: object) -> dict[str, float]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"call_timeouts_s must map tool names to seconds, got {value!r}")
+    checked: dict[str, float] = {}
+    for name, seconds in value.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"call_timeouts_s: a tool name must be a non-empty str, got {name!r}")
+        limit = checked_timeout_s(f"call_timeouts_s[{name!r}]", seconds)
+        if limit is None:
+            raise ValueError(f"call_timeouts_s[{name!r}] must be a finite number > 0, got None")
+        checked[name] = limit
+    return checked
+
+
+def _checked_headers(value: object) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"headers must map str to str, got {type(value).__name__}")
+    for name, text in value.items():
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            raise ValueError(f"headers: {name!r} is not an HTTP header name")
+        if not isinstance(text, str) or any(c in text for c in "\r\n\0"):
+            raise ValueError(f"headers[{name!r}] must be a str on one line, got {text!r}")
+    return dict(value)
+
+
+def _checked_auth(value: object) -> object:
+    if value is None:
+        return None
+    import httpx2
+
+    if not isinstance(value, httpx2.Auth):
+        raise ValueError(
+            f"auth must be an httpx2.Auth (as the SDK's HTTP transport takes it, e.g. "
+            f"mcp.client.auth.OAuthClientProvider), got {type(value).__name__}"
+        )
+    return value
+
+
+def _checked_prefix(prefix: object) -> str:
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+        raise ValueError(
+            f"a server prefix must be 1 to 64 ASCII letters, digits, '_' or '-' (starting with a "
+            f"letter or digit), got {prefix!r}"
+        )
+    return prefix
+
+
 # --------------------------------------------------------------------------- the executor
-
-
-def _outcome(status: ActionStatus, text: str, limit: int | None) -> ActionOutcome:
-    shown, cut = truncate_observation(text, limit)
-    return ActionOutcome(status=status, observation=shown, observation_truncated_chars=cut)
 
 
 class _Options(TypedDict, total=False):
@@ -259,34 +306,45 @@ class _Options(TypedDict, total=False):
     read_timeout_s: float | None
     open_timeout_s: float | None
     max_observation_chars: int | None
+    call_timeouts_s: Mapping[str, float] | None
+    artifacts_dir: str | os.PathLike[str] | None
+    on_progress: OnProgress | None
 
 
 class MCPExecutor(AsyncClosing):
-    """The tools of one MCP server as actions: ``Action.tool_name`` is called with
-    ``Action.tool_args`` over the official ``mcp`` SDK (extra ``polyloop[mcp]``).
+    """The tools of an MCP server (or of several, see :meth:`combine`) as actions:
+    ``Action.tool_name`` is called with ``Action.tool_args`` over the official ``mcp`` SDK
+    (extra ``polyloop[mcp]``).
 
     Build it with :meth:`stdio` or :meth:`http` (or pass anything ``mcp.Client`` accepts), then
     ``async with executor:`` (or ``await executor.open()`` … ``await executor.aclose()``). Opening
     connects, and builds :attr:`registry` from ``tools/list``: give it to
     ``AgentDefinition(tools=...)`` so the tools the model is shown are part of the run's
-    parameters.
+    parameters. A tool whose input schema cannot be used is left out with a warning
+    (:attr:`skipped_tools` says why); the others stay usable.
 
     Status mapping:
 
     * ``not_executed`` — no tool named, a tool the server did not list, arguments that fail the
       tool's published ``inputSchema`` (checked as ``ToolExecutor`` checks them, before anything
       is sent), or the server refused the call (JSON-RPC ``INVALID_PARAMS``/``METHOD_NOT_FOUND``).
+      ``ActionOutcome.detail["refusal"]`` says why as data.
     * ``executed`` — the server returned a tool result, also one with ``isError`` (the tool ran
-      and failed: the model can correct it). The observation is the result's text parts, one per
-      line; images, audio and resources are summarised as ``[image: image/png, 70 bytes]``.
-    * ``env_error`` — the connection is closed (server process dead, HTTP server gone), no
-      answer within ``read_timeout_s``, any other JSON-RPC error, or a transport failure.
-      Returned, never raised.
+      and failed: the model can correct it). The observation is the result's structured content
+      when it has some, else its text parts, one per line; embedded text resources are included;
+      images, audio and binary resources are saved in ``artifacts_dir`` (named by their SHA-256)
+      or, without one, summarised as ``[image: image/png, 70 bytes]``.
+    * ``env_error`` — the connection is closed (server process dead, HTTP server gone), the
+      server refused the credentials (HTTP 401/403), no answer within the call's timeout, any
+      other JSON-RPC error, or a transport failure. ``detail["error"]`` says which. Returned,
+      never raised.
 
-    ``CancelledError`` passes through at once (the SDK sends the server a cancellation).
-    The SDK's client lives in a task of an event loop on a thread of its own, so the executor
-    may be opened in one task and closed in another, and closed from a fresh event loop after
-    the one that opened it is gone.
+    ``detail`` also holds ``"progress"`` (the call's progress notifications), ``"artifacts"``
+    (the files written) and ``"tools_changed"`` (the tool list the server changed since the
+    last call, refreshed before this one). ``CancelledError`` passes through at once (the SDK
+    sends the server a cancellation). The SDK's client lives in a task of an event loop on a
+    thread of its own, so the executor may be opened in one task and closed in another, and
+    closed from a fresh event loop after the one that opened it is gone.
     """
 
     def __init__(
@@ -296,15 +354,44 @@ class MCPExecutor(AsyncClosing):
         read_timeout_s: float | None = 60.0,
         open_timeout_s: float | None = 30.0,
         max_observation_chars: int | None = 100_000,
+        call_timeouts_s: Mapping[str, float] | None = None,
+        artifacts_dir: str | os.PathLike[str] | None = None,
+        on_progress: OnProgress | None = None,
+        headers: Mapping[str, str] | None = None,
+        auth: object = None,
     ) -> None:
         _require_sdk()
+        if (headers is not None or auth is not None) and not isinstance(server, str):
+            raise ValueError("headers and auth apply to a server reached by URL (see http())")
+        endpoint = Endpoint(
+            server=server,
+            read_timeout_s=checked_timeout_s("read_timeout_s", read_timeout_s),
+            open_timeout_s=checked_timeout_s("open_timeout_s", open_timeout_s),
+            headers=_checked_headers(headers),
+            auth=_checked_auth(auth),
+            call_timeouts_s=_checked_call_timeouts(call_timeouts_s),
+        )
         self.server = server
-        self.read_timeout_s = checked_timeout_s("read_timeout_s", read_timeout_s)
-        self.open_timeout_s = checked_timeout_s("open_timeout_s", open_timeout_s)
+        self.read_timeout_s = endpoint.read_timeout_s
+        self.open_timeout_s = endpoint.open_timeout_s
+        self._setup([_Member(None, endpoint)], max_observation_chars, artifacts_dir, on_progress)
+
+    def _setup(
+        self,
+        members: list[_Member],
+        max_observation_chars: int | None,
+        artifacts_dir: str | os.PathLike[str] | None,
+        on_progress: OnProgress | None,
+    ) -> None:
+        if on_progress is not None and not callable(on_progress):
+            raise ValueError(f"on_progress must be callable or None, got {on_progress!r}")
         self.max_observation_chars = checked_max_observation_chars(max_observation_chars)
-        self._connection: _Connection | None = None
+        self.artifacts_dir = _checked_artifacts_dir(artifacts_dir)
+        self.on_progress = on_progress
+        self._members = members
+        self._opened = False
         self._closed = False
-        self._registry: ToolRegistry | None = None
+        self._listing: _Listing | None = None
 
     @classmethod
     def stdio(
@@ -319,7 +406,7 @@ class MCPExecutor(AsyncClosing):
 
         ``env`` is merged over the SDK's minimal default environment (``HOME``, ``PATH``, …),
         not over ``os.environ``. The child's stderr goes to this process's stderr. ``options``
-        (``read_timeout_s``, ``open_timeout_s``, ``max_observation_chars``) are the constructor's.
+        are the constructor's.
         """
         _require_sdk()
         from mcp import StdioServerParameters
@@ -341,85 +428,188 @@ class MCPExecutor(AsyncClosing):
     def http(
         cls,
         url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: object = None,
         **options: Unpack[_Options],
     ) -> MCPExecutor:
         """A server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``).
 
-        ``options`` (``read_timeout_s``, ``open_timeout_s``, ``max_observation_chars``) are the
-        constructor's.
+        ``headers`` are sent with every request (``{"Authorization": "Bearer …"}``); ``auth`` is
+        an ``httpx2.Auth`` as the SDK takes it (``mcp.client.auth.OAuthClientProvider``). A
+        server that answers 401 or 403 fails ``open()`` with a ``ConnectionError``, and a call
+        with ``env_error``, each naming authentication. ``options`` are the constructor's.
         """
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"url must be an http:// or https:// URL, got {url!r}")
-        return cls(url, **options)
+        return cls(url, headers=headers, auth=auth, **options)
+
+    @classmethod
+    def combine(
+        cls,
+        servers: Mapping[str, MCPExecutor],
+        *,
+        max_observation_chars: int | None = 100_000,
+        artifacts_dir: str | os.PathLike[str] | None = None,
+        on_progress: OnProgress | None = None,
+    ) -> MCPExecutor:
+        """Several servers behind one executor: ``{"weather": MCPExecutor.stdio(...), ...}``.
+
+        Each server's tools are shown as ``<prefix>_<tool>`` (``weather_forecast``). The given
+        executors must be unopened single-server ones; their connection options (timeouts,
+        headers, auth, ``call_timeouts_s`` by the server's own tool names) are kept, the rest
+        (``max_observation_chars``, ``artifacts_dir``, ``on_progress``) is this call's. Opening
+        opens every server, and raises ``ValueError`` naming both tools when two servers would
+        show the same name.
+        """
+        if not isinstance(servers, Mapping) or not servers:
+            raise ValueError("combine() needs a non-empty mapping of prefix to MCPExecutor")
+        members = []
+        for prefix, executor in servers.items():
+            if not isinstance(executor, MCPExecutor) or executor._members[0].prefix is not None:
+                raise ValueError(
+                    f"combine(): {prefix!r} must map to a single-server MCPExecutor, "
+                    f"got {type(executor).__name__}"
+                )
+            if executor._opened or executor._closed:
+                raise ValueError(f"combine(): the executor for {prefix!r} was already opened")
+            members.append(_Member(_checked_prefix(prefix), executor._members[0].endpoint))
+        combined = cls.__new__(cls)
+        combined.server = {member.prefix: member.endpoint.server for member in members}
+        combined.read_timeout_s = None
+        combined.open_timeout_s = None
+        combined._setup(members, max_observation_chars, artifacts_dir, on_progress)
+        return combined
 
     async def open(self) -> Self:
-        """Connect, list the tools and build :attr:`registry`; once per executor.
+        """Connect to every server, list the tools and build :attr:`registry`; once per executor.
 
-        Raises ``ConnectionError`` (from the SDK's or the transport's own exception) when the
-        server cannot be started or reached, or does not answer within ``open_timeout_s``.
+        Raises ``ConnectionError`` (naming the server and the cause) when a server cannot be
+        started or reached, refuses the credentials (401/403), speaks no MCP, or does not
+        answer within ``open_timeout_s``; ``ValueError`` when two combined servers would show
+        one tool name. Nothing stays open after a failure.
         """
-        if self._connection is not None or self._closed:
+        if self._opened or self._closed:
             raise RuntimeError(
                 "MCPExecutor.open() was already called, or the executor was closed: an executor "
                 "opens once; make a new one"
             )
-        self._connection = connection = _Connection(
-            self.server, read_timeout_s=self.read_timeout_s, open_timeout_s=self.open_timeout_s
-        )
+        self._opened = True
+        for member in self._members:
+            member.connection = Connection(member.endpoint)
         try:
-            tools = await connection.open()
-        except Exception as exc:
-            raise ConnectionError(
-                f"could not open MCP server {self}: {exception_text(exc)}"
-            ) from exc
-        try:
-            self._registry = _registry(tools)
+            await asyncio.gather(*(self._open_one(member) for member in self._members))
+            self._listing = _listing(self._members, refuse_collisions=True)
         except BaseException:
             await self.aclose()
             raise
         return self
+
+    async def _open_one(self, member: _Member) -> None:
+        connection = member.connection
+        assert connection is not None
+        try:
+            member.listed = await connection.open()
+        except Exception as exc:
+            refused = connection.refused_credentials
+            why = exception_text(exc)
+            if refused is not None:
+                why = (
+                    f"authentication failed: the server answered HTTP {refused.status} "
+                    f"{refused.reason} (check the headers or auth given to MCPExecutor.http)"
+                )
+            raise ConnectionError(f"could not open MCP server {member}: {why}") from exc
+        member.seen_changes = connection.tool_list_changes
 
     async def __aenter__(self) -> Self:
         return await self.open()
 
     @property
     def registry(self) -> ToolRegistry:
-        """The server's tools as listed when the executor opened (``func`` is ``None``: this
-        executor, not the registry, calls them)."""
-        if self._registry is None:
+        """The tools the model may call, as last listed (``func`` is ``None``: this executor,
+        not the registry, calls them). Refreshed before a call when a server said its tool list
+        changed."""
+        return self._current().registry
+
+    @property
+    def skipped_tools(self) -> Mapping[str, str]:
+        """Tools a server listed that are not offered (by shown name), and why."""
+        return dict(self._current().skipped)
+
+    def _current(self) -> _Listing:
+        if self._listing is None:
             raise RuntimeError(
                 "MCPExecutor.registry is built when the executor opens: use "
                 "`async with MCPExecutor.stdio(...) as executor:` or `await executor.open()`"
             )
-        return self._registry
+        return self._listing
 
     async def execute(self, action: Action) -> ActionOutcome:
-        connection = self._connection
-        if connection is None or self._closed or self._registry is None:
+        if self._listing is None or self._closed:
             raise RuntimeError("MCPExecutor.execute() needs an open executor (see open())")
+        detail: dict[str, Any] = {}
+        changed = await self._refresh()
+        if changed is not None:
+            detail["tools_changed"] = changed
         refusal = self._refusal(action)
         if refusal is not None:
-            return _outcome(ActionStatus.NOT_EXECUTED, refusal, self.max_observation_chars)
+            return self._outcome(ActionStatus.NOT_EXECUTED, refusal.text, detail, refusal=refusal)
         assert action.tool_name is not None
+        member, name = self._current().routes[action.tool_name]
+        return await self._call(member, name, action, detail)
+
+    async def _call(
+        self, member: _Member, name: str, action: Action, detail: dict[str, Any]
+    ) -> ActionOutcome:
+        assert member.connection is not None
+        assert action.tool_name is not None
+        progress = _ProgressLog(action.tool_name, self.on_progress, asyncio.get_running_loop())
         try:
-            result = await connection.call(action.tool_name, dict(action.tool_args or {}))
+            result = await member.connection.call(name, dict(action.tool_args or {}), progress)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is None or task.cancelling():  # our caller was cancelled: let it through
                 raise
-            return self._env_error("the executor was closed during the call")
+            why = f"MCP server {member}: the executor was closed during the call"
+            detail["error"] = {"kind": "closed"}
+            return self._outcome(ActionStatus.ENV_ERROR, why, progress.into(detail))
         except Exception as exc:
-            status, why = _error_status(exc)
-            return _outcome(status, f"MCP server {self}: {why}", self.max_observation_chars)
-        text = _render(result)
+            failure = _failure(exc, name, member.connection)
+            key = "refusal" if failure.status is ActionStatus.NOT_EXECUTED else "error"
+            detail[key] = failure.detail
+            text = f"MCP server {member}: {failure.why}"
+            return self._outcome(failure.status, text, progress.into(detail))
+        schema = self._current().output_schemas.get(action.tool_name)
+        if self.artifacts_dir is None:
+            rendered = render(result, schema, None)
+        else:  # writing files: off the event loop
+            rendered = await asyncio.to_thread(render, result, schema, self.artifacts_dir)
+        text = rendered.text
         if result.is_error and not text.strip():
             text = f"tool {_shown(action.tool_name)} reported an error without a message"
-        return _outcome(ActionStatus.EXECUTED, text, self.max_observation_chars)
+        if rendered.artifacts:
+            detail["artifacts"] = rendered.artifacts
+        return self._outcome(ActionStatus.EXECUTED, text, progress.into(detail))
 
-    def _env_error(self, why: str) -> ActionOutcome:
-        return _outcome(ActionStatus.ENV_ERROR, f"MCP server {self}: {why}", None)
+    def _outcome(
+        self,
+        status: ActionStatus,
+        text: str,
+        detail: dict[str, Any],
+        *,
+        refusal: Refusal | None = None,
+    ) -> ActionOutcome:
+        if refusal is not None:
+            detail["refusal"] = refusal.detail
+        shown, cut = truncate_observation(text, self.max_observation_chars)
+        return ActionOutcome(
+            status=status,
+            observation=shown,
+            observation_truncated_chars=cut,
+            detail=detail or None,
+        )
 
-    def _refusal(self, action: Action) -> str | None:
+    def _refusal(self, action: Action) -> Refusal | None:
         """Why the call must not be sent, or ``None``."""
         registry = self.registry
         unknown = unknown_tool(registry, action.tool_name)
@@ -429,19 +619,83 @@ class MCPExecutor(AsyncClosing):
         assert tool is not None  # unknown_tool checked it
         return invalid_arguments(tool, action.tool_args or {})
 
+    async def _refresh(self) -> dict[str, Any] | None:
+        """Between steps: list again the tools of each server that said they changed, and say
+        what the model would now be shown differently (``None``: nothing changed)."""
+        stale = [
+            m
+            for m in self._members
+            if m.connection is not None and m.connection.tool_list_changes != m.seen_changes
+        ]
+        if not stale:
+            return None
+        for member in stale:
+            assert member.connection is not None
+            member.seen_changes = member.connection.tool_list_changes  # a later change: again
+            try:
+                member.listed = await member.connection.list_tools()
+            except Exception as exc:  # the call that follows reports the broken connection
+                _LOGGER.warning(
+                    "MCP server %s: listing the changed tools failed: %s",
+                    member,
+                    exception_text(exc),
+                )
+        before = self._current()
+        after = _listing(self._members, refuse_collisions=False, warned=before.skipped)
+        self._listing = after
+        changes = _changes(before.registry, after.registry)
+        if not any(changes.values()):
+            return None
+        _LOGGER.info("MCP tools changed: %s", changes)
+        return changes
+
     async def aclose(self) -> None:
-        """Leave the session and end its thread (a stdio server is asked to exit, then killed
+        """Leave every session and end its thread (a stdio server is asked to exit, then killed
         after the SDK's grace periods). Waits at most 15 s; twice, or never opened: no-op."""
         self._closed = True
-        if self._connection is not None:
-            await self._connection.close()
+        connections = [m.connection for m in self._members if m.connection is not None]
+        await asyncio.gather(*(connection.close() for connection in connections))
 
     def __str__(self) -> str:
-        server = self.server
-        command = getattr(server, "command", None)
-        if isinstance(command, str):  # StdioServerParameters
-            return " ".join([command, *getattr(server, "args", [])])
-        return server if isinstance(server, str) else type(server).__name__
+        if len(self._members) == 1 and self._members[0].prefix is None:
+            return str(self._members[0])
+        return ", ".join(f"{m.prefix}={m}" for m in self._members)
 
     def __repr__(self) -> str:
         return f"MCPExecutor({str(self)!r})"
+
+
+def _number(value: object) -> float | None:
+    """A server's progress figure as JSON can hold it (``NaN``, ``inf``, junk: ``None``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return value
+
+
+class _ProgressLog:
+    """The progress notifications of one call: kept for ``detail`` (the last
+    ``_PROGRESS_KEPT``), and passed live to ``on_progress`` on the caller's event loop."""
+
+    def __init__(
+        self, tool: str, on_progress: OnProgress | None, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self.tool = tool
+        self.on_progress = on_progress
+        self.loop = loop
+        self.kept: list[dict[str, Any]] = []
+        self.count = 0
+
+    def __call__(self, done: float, total: float | None, message: str | None) -> None:
+        """On the connection's thread, for each notification."""
+        self.count += 1
+        said = None if message is None else _cut(str(message))
+        self.kept.append({"progress": _number(done), "total": _number(total), "message": said})
+        del self.kept[:-_PROGRESS_KEPT]
+        if self.on_progress is not None:
+            with contextlib.suppress(RuntimeError):  # the caller's loop is gone: nobody listens
+                self.loop.call_soon_threadsafe(self.on_progress, self.tool, done, total, message)
+
+    def into(self, detail: dict[str, Any]) -> dict[str, Any]:
+        if self.count:
+            detail["progress"] = {"notifications": self.count, "last": list(self.kept)}
+        return detail

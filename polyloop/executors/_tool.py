@@ -5,16 +5,17 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from polyloop._exception_text import exception_message, exception_text
-from polyloop._schema import validate
+from polyloop._schema import validate, violations
 from polyloop._shown import shown
 from polyloop.executors._observation_cap import checked_max_observation_chars
 from polyloop.tools import Tool, ToolEnvironmentError, ToolRegistry
 from polyloop.types import Action, ActionOutcome, ActionStatus, canonical_json
 
-__all__ = ["ToolExecutor", "truncate_observation", "truncation_marker"]
+__all__ = ["Refusal", "ToolExecutor", "truncate_observation", "truncation_marker"]
 
 _NAME_SHOWN = 80  # a tool name quoted in an observation is cut here: the name is model input
 
@@ -40,7 +41,10 @@ def truncation_marker(cut: int) -> str:
     return f"\n[... {cut} more characters truncated]"
 
 
-_LISTED = 20  # at most this many tool names in a refusal
+_LISTED = 20  # at most this many tool names in a refusal's text
+_LISTED_IN_DETAIL = 200  # and in its structured detail
+_DETAIL_CHARS = 200  # a name or a message in a refusal's detail is cut here
+_VIOLATIONS_IN_DETAIL = 20
 
 
 def _available(registry: ToolRegistry) -> str:
@@ -51,36 +55,77 @@ def _available(registry: ToolRegistry) -> str:
     return ", ".join(_shown(n) for n in names[:_LISTED]) + more
 
 
-def unknown_tool(registry: ToolRegistry, name: str | None) -> str | None:
+def _cut(text: str) -> str:
+    return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a tool call must not be made: ``text`` for the executor's observation, ``detail``
+    the same reason as data for ``ActionOutcome.detail`` (under its ``"refusal"`` key).
+
+    ``detail["kind"]`` is ``"no_tool"``, ``"unknown_tool"`` (with ``"tool"`` and
+    ``"available"``: the names the registry holds, at most 200), ``"invalid_arguments"`` (with
+    ``"tool"`` and ``"violations"``: ``{"path", "rule", "message"}`` each, at most 20) or
+    ``"unusable_schema"`` (with ``"tool"`` and ``"message"``). Executors may add their own
+    kinds (``MCPExecutor``: ``"server_refused"``).
+    """
+
+    text: str
+    detail: dict[str, Any]
+
+    def outcome(self, limit: int | None = None) -> ActionOutcome:
+        """The ``not_executed`` outcome of this refusal, its text cut to ``limit``."""
+        shown, cut = truncate_observation(self.text, limit)
+        return ActionOutcome(
+            status=ActionStatus.NOT_EXECUTED,
+            observation=shown,
+            observation_truncated_chars=cut,
+            detail={"refusal": self.detail},
+        )
+
+
+def unknown_tool(registry: ToolRegistry, name: str | None) -> Refusal | None:
     """Why an action naming ``name`` cannot be called in ``registry``, or ``None``.
 
     Shared by every executor that calls tools from a registry (``ToolExecutor``, ``MCPExecutor``).
     """
+    available = [tool.name for tool in registry][:_LISTED_IN_DETAIL]
     if name is None or name == "":
-        return (
-            f"The action names no tool; say which tool to call (available: {_available(registry)})."
-        )
+        listed = _available(registry)
+        said = f"The action names no tool; say which tool to call (available: {listed})."
+        return Refusal(said, {"kind": "no_tool", "tool": name, "available": available})
     if registry.lookup(name) is None:
-        return f"Unknown tool {_shown(name)}; available tools: {_available(registry)}."
+        return Refusal(
+            f"Unknown tool {_shown(name)}; available tools: {_available(registry)}.",
+            {"kind": "unknown_tool", "tool": _cut(name), "available": available},
+        )
     return None
 
 
-def invalid_arguments(tool: Tool, args: Mapping[str, Any]) -> str | None:
+def invalid_arguments(tool: Tool, args: Mapping[str, Any]) -> Refusal | None:
     """Why ``args`` break ``tool``'s published schema, or ``None``.
 
     The one argument check of every tool executor: :func:`polyloop._schema.validate`.
     """
     try:
         problem = validate(tool.parameters, args)
+        found = violations(tool.parameters, args) if problem is not None else []
     except ValueError as exc:  # the schema was changed in place after Tool() checked it
-        return f"Tool {_shown(tool.name)} has an unusable schema: {exc}."
-    if problem is not None:
-        return f"Invalid arguments for tool {_shown(tool.name)}: {problem}."
-    return None
-
-
-def _not_executed(observation: str) -> ActionOutcome:
-    return ActionOutcome(status=ActionStatus.NOT_EXECUTED, observation=observation)
+        return Refusal(
+            f"Tool {_shown(tool.name)} has an unusable schema: {exc}.",
+            {"kind": "unusable_schema", "tool": _cut(tool.name), "message": _cut(str(exc))},
+        )
+    if problem is None:
+        return None
+    listed = [
+        {"path": _cut(where), "rule": rule, "message": _cut(what)}
+        for where, rule, what in found[:_VIOLATIONS_IN_DETAIL]
+    ]
+    return Refusal(
+        f"Invalid arguments for tool {_shown(tool.name)}: {problem}.",
+        {"kind": "invalid_arguments", "tool": _cut(tool.name), "violations": listed},
+    )
 
 
 class ToolExecutor:
@@ -121,13 +166,13 @@ class ToolExecutor:
     async def execute(self, action: Action) -> ActionOutcome:
         unknown = unknown_tool(self.registry, action.tool_name)
         if unknown is not None:
-            return _not_executed(unknown)
+            return unknown.outcome()
         tool = self.registry.lookup(action.tool_name or "")
         assert tool is not None  # unknown_tool checked it
         args: Mapping[str, Any] = action.tool_args if action.tool_args is not None else {}
         refusal = self._refusal(tool, args)
         if refusal is not None:
-            return _not_executed(refusal)
+            return refusal.outcome()
         assert tool.func is not None  # _refusal checked it
         status = ActionStatus.EXECUTED
         try:
@@ -143,10 +188,13 @@ class ToolExecutor:
         text, cut = truncate_observation(observation, self.max_observation_chars)
         return ActionOutcome(status=status, observation=text, observation_truncated_chars=cut)
 
-    def _refusal(self, tool: Tool, args: Mapping[str, Any]) -> str | None:
+    def _refusal(self, tool: Tool, args: Mapping[str, Any]) -> Refusal | None:
         """Why the call must not be made, or ``None``."""
         if tool.func is None:
-            return f"Tool {_shown(tool.name)} has no function to call."
+            return Refusal(
+                f"Tool {_shown(tool.name)} has no function to call.",
+                {"kind": "no_function", "tool": _cut(tool.name)},
+            )
         invalid = invalid_arguments(tool, args)
         if invalid is not None:
             return invalid
@@ -157,7 +205,10 @@ class ToolExecutor:
         try:
             signature.bind(**args)
         except TypeError as exc:
-            return f"Arguments do not match tool {_shown(tool.name)}: {exc}."
+            return Refusal(
+                f"Arguments do not match tool {_shown(tool.name)}: {exc}.",
+                {"kind": "signature_mismatch", "tool": _cut(tool.name), "message": _cut(str(exc))},
+            )
         return None
 
     async def _call(self, tool: Tool, args: Mapping[str, Any]) -> Any:

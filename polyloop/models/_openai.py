@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from polyloop._timeout import checked_timeout_s
+from polyloop.ports import ModelDescription, RequestParameter
 from polyloop.types import Message, ModelReply, is_usage_number
 
 _INSTALL_HINT = "OpenAIChatModel needs the openai client: pip install 'polyloop[openai]'"
@@ -39,6 +41,53 @@ def _numeric_usage(usage: object) -> dict[str, int | float]:
     return flat
 
 
+# The chat-completions options that are GenAI request parameters, by their convention name.
+_REQUEST_PARAMETERS = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "max_tokens": "max_tokens",
+    "max_completion_tokens": "max_tokens",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
+    "seed": "seed",
+    "n": "choice.count",
+    "stop": "stop_sequences",
+}
+_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def _request_parameter(value: object) -> RequestParameter | None:
+    """An option's value as a request parameter; ``stop`` may be one string or several."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
+
+
+def _request_parameters(options: Mapping[str, Any]) -> dict[str, RequestParameter]:
+    parameters: dict[str, RequestParameter] = {}
+    for option, name in _REQUEST_PARAMETERS.items():
+        value = _request_parameter(options.get(option))
+        if value is not None:
+            parameters[name] = (
+                (value,) if name == "stop_sequences" and isinstance(value, str) else value
+            )
+    return parameters
+
+
+def _server(base_url: str | None) -> tuple[str | None, int | None]:
+    """Host and port of the endpoint (the ``openai`` client's default when none is given)."""
+    try:
+        parts = urlsplit(base_url or _DEFAULT_BASE_URL)
+        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    except ValueError:
+        return None, None
+    return parts.hostname or None, port
+
+
 class OpenAIChatModel:
     """Calls ``chat.completions.create`` on an OpenAI-compatible endpoint.
 
@@ -51,7 +100,10 @@ class OpenAIChatModel:
     one — never ``""``). ``reasoning`` is taken from a ``reasoning_content`` or ``reasoning``
     field when the endpoint sends one. The client is created lazily, per event loop, so one
     model object can serve successive ``asyncio.run`` calls; ``aclose()`` (or ``async with``)
-    closes it. ``messages`` is never mutated.
+    closes it. ``messages`` is never mutated. The reply's ``model`` and ``finish_reason`` are
+    the response's (the first choice's finish reason); ``describe()`` says what is requested
+    (provider ``openai``, the model, the request parameters among ``options``, the server), for
+    an instrumentation such as OpenTelemetry's.
     """
 
     def __init__(
@@ -119,7 +171,8 @@ class OpenAIChatModel:
             ) from None
         if not response.choices:
             raise RuntimeError(f"{self.model}: the endpoint returned no choices")
-        message = response.choices[0].message
+        choice = response.choices[0]
+        message = choice.message
         reasoning = getattr(message, "reasoning_content", None) or getattr(
             message, "reasoning", None
         )
@@ -128,6 +181,19 @@ class OpenAIChatModel:
             reasoning=reasoning if isinstance(reasoning, str) else "",
             call_id=response.id or None,
             usage=_numeric_usage(response.usage),
+            model=_name_or_none(getattr(response, "model", None)),
+            finish_reason=_name_or_none(getattr(choice, "finish_reason", None)),
+        )
+
+    def describe(self) -> ModelDescription:
+        """What this client requests (``polyloop.ports.DescribedModelClient``)."""
+        address, port = _server(self.base_url)
+        return ModelDescription(
+            provider="openai",
+            model=self.model,
+            parameters=_request_parameters(self.options),
+            server_address=address,
+            server_port=port,
         )
 
     async def aclose(self) -> None:
@@ -146,3 +212,8 @@ class OpenAIChatModel:
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model!r}, base_url={self.base_url!r})"
+
+
+def _name_or_none(value: object) -> str | None:
+    """A response's model or finish reason: a non-empty str, or ``None`` for anything else."""
+    return value if isinstance(value, str) and value else None

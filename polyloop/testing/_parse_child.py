@@ -30,7 +30,14 @@ RESULT = "result "
 
 def to_wire(reply: ModelReply) -> list[Any]:
     """A reply as JSON data (lone surrogates survive: the parent writes with ``ensure_ascii``)."""
-    return [reply.text, reply.reasoning, reply.call_id, dict(reply.usage)]
+    return [
+        reply.text,
+        reply.reasoning,
+        reply.call_id,
+        dict(reply.usage),
+        reply.model,
+        reply.finish_reason,
+    ]
 
 
 def describe(decision: object) -> dict[str, Any]:
@@ -75,8 +82,15 @@ def _main(spec: str) -> None:
     parser = _build(spec)
     replies = json.loads(sys.stdin.buffer.read().decode("ascii"))
     out = []
-    for text, reasoning, call_id, usage in replies:
-        reply = ModelReply(text=text, reasoning=reasoning, call_id=call_id, usage=usage)
+    for text, reasoning, call_id, usage, model, finish_reason in replies:
+        reply = ModelReply(
+            text=text,
+            reasoning=reasoning,
+            call_id=call_id,
+            usage=usage,
+            model=model,
+            finish_reason=finish_reason,
+        )
         try:
             found = describe(parser.parse(reply))
         except Exception as error:  # the same exception type everywhere is deterministic too

@@ -101,19 +101,34 @@ def _is_usage(v: object) -> bool:
     return usage_problem(v) is None
 
 
+def _is_opt_name(v: object) -> bool:
+    return v is None or (_is_str(v) and v != "")
+
+
 def model_reply_problems(value: object, where: str = "reply") -> list[str]:
-    """``ModelReply``: str text and reasoning, ``call_id`` None or non-empty, str→number usage."""
-    return _check_fields(
+    """``ModelReply``: str text and reasoning, ``call_id`` None or non-empty, str→number usage;
+    ``model`` and ``finish_reason``, when the reply has them, None or non-empty."""
+    problems = _check_fields(
         where,
         value,
         ModelReply,
         {
             "text": (_is_str, "a str"),
             "reasoning": (_is_str, "a str"),
-            "call_id": (lambda v: v is None or (_is_str(v) and v != ""), "None or a non-empty str"),
+            "call_id": (_is_opt_name, "None or a non-empty str"),
             "usage": (_is_usage, "a mapping of str to int or finite float"),
         },
     )
+    if not isinstance(value, ModelReply):
+        return problems
+    for name in ("model", "finish_reason"):  # newer fields: checked only when present
+        field_value = getattr(value, name, _MISSING)
+        if field_value is not _MISSING and not _is_opt_name(field_value):
+            problems.append(
+                f"{where}.{name} must be None or a non-empty str, got "
+                f"{type(field_value).__name__}: {short(field_value)}"
+            )
+    return problems
 
 
 def _is_tool_args(v: object) -> bool:

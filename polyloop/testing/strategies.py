@@ -358,11 +358,16 @@ def _model_replies(text: _Texts, max_text_size: int = _SHORT) -> st.SearchStrate
         reasoning=text(),
         call_id=st.one_of(st.none(), text().filter(bool)),
         usage=st.dictionaries(text(max_size=12), usage_numbers(), max_size=3),
+        model=st.one_of(st.none(), text(max_size=40).filter(bool)),
+        finish_reason=st.one_of(
+            st.none(), st.sampled_from(("stop", "length")), text().filter(bool)
+        ),
     )
 
 
 def model_replies(*, max_text_size: int = _SHORT) -> st.SearchStrategy[ModelReply]:
-    """Any reply: nasty text and reasoning, ``call_id`` ``None`` or non-empty, counts and costs."""
+    """Any reply: nasty text and reasoning, ``call_id``, ``model`` and ``finish_reason`` ``None``
+    or non-empty, counts and costs."""
     return _model_replies(texts, max_text_size)
 
 
@@ -501,6 +506,7 @@ def step_completed_records() -> st.SearchStrategy[StepCompleted]:
         step=step_records(),
         executor_observation=_optional(record_texts),
         model_error=_optional(record_texts),
+        executor_detail=st.one_of(st.none(), _json_objects(record_texts)),
     )
 
 

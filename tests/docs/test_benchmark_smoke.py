@@ -153,3 +153,52 @@ def test_the_run_index_benchmark_prints_each_command_and_its_target(tmp_path: Pa
             flags=re.M,
         ), out
     assert "fixture: 200 runs written" in out
+
+
+def test_the_instrumentation_benchmark_prints_each_contender_against_none() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "instrumentation_cost.py"), "--steps", "5",
+         "--rounds", "2", "--baseline", str(ROOT)],
+        capture_output=True, text=True, timeout=120, check=True, cwd=ROOT / "benchmarks",
+    ).stdout  # fmt: skip
+
+    assert re.search(r"^none\s+\d+\.\d\s+1\.00$", out, flags=re.M), out
+    assert re.search(r"^null\s+\d+\.\d\s+\d+\.\d\d$", out, flags=re.M), out
+    assert re.search(r"^otel\s+(\d+\.\d\s+\d+\.\d\d|not installed)$", out, flags=re.M), out
+    for version in ("this code", "baseline"):  # --baseline: here the same checkout, as a smoke
+        assert re.search(rf"^{version}\s+\d+\.\d$", out, flags=re.M), out
+    assert re.search(r"^this code / baseline: \d+\.\d{3}$", out, flags=re.M), out
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_the_batch_benchmark_prints_both_loops_and_the_ratio(tmp_path: Path, store: str) -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "batch_overhead.py"),
+            "--runs",
+            "20",
+            "--rounds",
+            "2",
+            "--store",
+            store,
+            "--dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+
+    name = "MemoryStore" if store == "memory" else "SQLiteStore in "
+    assert out.startswith(f"20 runs of 2 steps, concurrency 8, {name}"), out
+    assert re.search(r"^gather \+ semaphore over run\(\): \d+\.\d{3} s$", out, flags=re.M), out
+    assert re.search(r"^run_many: +\d+\.\d{3} s$", out, flags=re.M), out
+    assert re.search(r"^ratio per round: \d+\.\d\d \d+\.\d\d$", out, flags=re.M), out
+    assert re.search(
+        r"^target: run_many <= 1.1x the hand-written loop: \d+\.\d\d, (met|NOT met)$",
+        out,
+        flags=re.M,
+    ), out
+    assert list(tmp_path.iterdir()) == []  # its temporary files are gone

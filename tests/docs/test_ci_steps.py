@@ -49,3 +49,33 @@ def test_the_wheel_not_the_checkout_is_tested_downstream() -> None:
     assert "-e ." not in body
     assert 'cp -R examples/downstream "$work/downstream"' in body
     assert "--polyloop-conformance" in body
+
+
+def test_the_ray_tests_run_in_their_own_step_after_the_main_tests() -> None:
+    """Ray is its own extra, not part of [dev]: the main test command leaves the `ray` tests
+    out, and CI installs the extra and runs them in a step of their own, after the main tests
+    (so those ran without Ray), with CI still set (a missing extra fails instead of skipping)."""
+    import tomllib
+
+    run = top_level_lines()
+    assert run.index("ray_tests") > run.index('eval "$test_command"')
+    body = SCRIPT.split("ray_tests() {", 1)[1].split("\n}\n", 1)[0]
+    assert 'ray_command="$(readme_block ray-test-command)"' in body
+    assert 'eval "$ray_command"' in body
+    assert "unset CI" not in body
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    main = re.search(r"<!-- ci:test-command -->\n```bash\n(.+?)\n```", readme)
+    ray = re.search(r"<!-- ci:ray-test-command -->\n```bash\n(.+?)\n```", readme)
+    assert main is not None
+    assert ray is not None
+    assert '-m "not ray"' in main.group(1)
+    assert ray.group(1) == "pip install -e '.[ray]' && pytest -m ray"
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    assert any(spec.startswith("ray") for spec in extras["ray"])
+    assert not any("ray" in spec for spec in extras["dev"])
+    markers = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["pytest"][
+        "ini_options"
+    ]["markers"]
+    assert any(marker.startswith("ray:") for marker in markers)

@@ -52,7 +52,7 @@ def test_the_mcp_how_to_runs_its_server_and_agent_and_prints_what_it_says(
 
     require_mcp()
     page = (ROOT / "docs" / "how-to" / "use-mcp-tools.md").read_text(encoding="utf-8")
-    server, agent = python_blocks(ROOT / "docs" / "how-to" / "use-mcp-tools.md")
+    server, agent, *_ = python_blocks(ROOT / "docs" / "how-to" / "use-mcp-tools.md")
     promised = re.findall(r"It prints:\n\n```text\n(.*?)```", page, flags=re.S)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "weather_server.py").write_text(server, encoding="utf-8")

@@ -24,4 +24,15 @@ def test_the_otel_howto_example_prints_the_span_tree_the_page_shows() -> None:
     printed = run_blocks(blocks)
 
     assert printed.splitlines() == shown_output(PAGE.read_text(encoding="utf-8"))
-    assert printed.splitlines()[0] == "invoke_agent"
+    assert printed.splitlines()[:2] == ["handle request", "  invoke_agent shouter"]
+
+
+def test_the_howto_pins_the_semantic_conventions_version_the_code_follows() -> None:
+    require_extra("otel")
+    from polyloop._otel_instrumentation import SEMCONV_VERSION
+
+    text = PAGE.read_text(encoding="utf-8")
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+
+    assert f"semantic conventions v{SEMCONV_VERSION}" in text
+    assert f"semantic conventions v{SEMCONV_VERSION}" in changelog

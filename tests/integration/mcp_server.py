@@ -1,12 +1,16 @@
 """A real MCP server, written with the official SDK, that the MCPExecutor tests talk to.
 
 Run it over stdio (``python tests/integration/mcp_server.py``) or over streamable HTTP on
-loopback (``python tests/integration/mcp_server.py --http PORT``). Its tools have
+loopback (``python tests/integration/mcp_server.py --http PORT``). ``--broken`` adds tools
+whose published input schemas cannot be used among the good ones; ``--token T`` (HTTP only)
+answers 401 to a request without ``Authorization: Bearer T`` and 403 to one with another
+token. Its tools have
 pydantic-typed parameters of every shape the executor must publish and check: ``Optional``,
 defaults, enums, nested models, ``Field`` bounds. Some tools exist to break things on purpose:
 ``fail`` reports a tool error (``isError``), ``nap`` sleeps past a read timeout, ``crash`` kills
 the server process in the middle of a call, ``remember`` leaves a side effect the resume test
-counts.
+counts, ``count`` reports progress, ``grow`` adds a tool and says the tool list changed,
+``revoke`` makes the server refuse the token it accepted so far.
 """
 
 from __future__ import annotations
@@ -18,14 +22,15 @@ import enum
 import os
 import signal
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypedDict
 
 from mcp import MCPError
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Audio, Image
 from mcp_types import (
     BlobResourceContents,
+    CallToolResult,
     ContentBlock,
     EmbeddedResource,
     ResourceLink,
@@ -165,14 +170,121 @@ def pid() -> int:
     return os.getpid()
 
 
+@server.tool()
+async def count(to: Annotated[int, Field(ge=0, le=50)], ctx: Context) -> str:
+    """Count to ``to``, reporting progress at each number."""
+    for done in range(1, to + 1):
+        await ctx.report_progress(done, to, f"counted {done}")
+    return f"counted to {to}"
+
+
+@server.tool()
+async def grow(name: Annotated[str, Field(pattern=r"^[a-z_]{1,20}$")], ctx: Context) -> str:
+    """Add a tool called ``name`` (it echoes its ``text``), then say the tool list changed."""
+
+    def echo(text: str) -> str:
+        return text
+
+    server.add_tool(echo, name=name, description=f"Echo, added by grow({name!r}).")
+    await ctx.notify_tools_changed()  # 2026-era sessions: their subscriptions/listen streams
+    await ctx.session.send_tool_list_changed()  # earlier sessions (dropped on 2026-era ones)
+    return f"added {name}"
+
+
+class Forecast(TypedDict):
+    city: str
+    days: int
+
+
+@server.tool()
+def forecast(city: str) -> Forecast:
+    """Structured output: an object the server sends as structuredContent (and as text)."""
+    return Forecast(city=city, days=3)
+
+
+@server.tool()
+def both() -> CallToolResult:
+    """A result whose structuredContent and text blocks say different things."""
+    return CallToolResult(
+        content=[TextContent(type="text", text="the text block")],
+        structured_content={"b": [1, 2], "a": "é"},
+    )
+
+
+REVOKED = False
+
+
+@server.tool()
+def revoke() -> str:
+    """From now on the HTTP server refuses the token it accepted (as if it expired)."""
+    global REVOKED
+    REVOKED = True
+    return "revoked"
+
+
+def add_broken_tools() -> None:
+    """Tools whose published schemas cannot be used, among the good ones."""
+
+    def broken_type(x: int) -> int:
+        return x
+
+    def remote_ref(x: int) -> int:
+        return x
+
+    server.add_tool(broken_type, description="Its schema says type 5.")
+    server.add_tool(remote_ref, description="Its schema points outside itself.")
+    tools = server._tool_manager._tools
+    tools["broken_type"].parameters = {"type": "object", "properties": {"x": {"type": "intger"}}}
+    tools["remote_ref"].parameters = {
+        "type": "object",
+        "properties": {"x": {"$ref": "https://example.invalid/x.json"}},
+    }
+
+
+class RequireToken:
+    """ASGI middleware: 401 without ``Authorization: Bearer <token>``, 403 with another one
+    (or with any once ``revoke`` ran)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"").decode()
+            if REVOKED or given != f"Bearer {self.token}":
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 403 if given else 401,
+                        "headers": [
+                            (b"www-authenticate", b'Bearer realm="polyloop-test"'),
+                            (b"content-type", b"text/plain"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b"no entry"})
+                return
+        await self.app(scope, receive, send)
+
+
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP")
-    port = options.parse_args().http
-    if port is None:
+    options.add_argument("--broken", action="store_true", help="add tools with unusable schemas")
+    options.add_argument("--token", help="HTTP: require this bearer token")
+    given = options.parse_args()
+    if given.broken:
+        add_broken_tools()
+    if given.http is None:
         server.run("stdio")
+    elif given.token is None:
+        server.run("streamable-http", host="127.0.0.1", port=given.http)
     else:
-        server.run("streamable-http", host="127.0.0.1", port=port)
+        import uvicorn
+
+        app = RequireToken(server.streamable_http_app(), given.token)
+        uvicorn.run(app, host="127.0.0.1", port=given.http, log_level="warning")
 
 
 if __name__ == "__main__":

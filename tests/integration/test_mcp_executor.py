@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -186,6 +185,7 @@ async def test_non_text_content_is_summarised_with_its_mime_type_and_size(
     assert attachments.observation.splitlines() == [
         "see the attachments",
         "[resource file:///notes.txt: text/plain, 5 characters]",
+        "hello",  # an embedded text resource is shown
         "[resource file:///blob.bin: application/octet-stream, 3 bytes]",
         "[resource link: https://example.invalid/report, unknown type]",
         "[audio: audio/wav, 4 bytes]",
@@ -653,25 +653,69 @@ async def test_resume_after_a_crash_behind_an_action_intent_never_replays_the_ca
 def published(name: str, schema: dict[str, Any]) -> Any:
     from types import SimpleNamespace
 
-    return SimpleNamespace(name=name, description="", input_schema=schema)
+    return SimpleNamespace(name=name, description="", input_schema=schema, output_schema=None)
 
 
-def test_a_tool_published_with_an_invalid_schema_is_refused_with_the_reason() -> None:
-    from polyloop.executors._mcp import _registry
+def listing_of(*tools: Any) -> Any:
+    from polyloop.executors._mcp import _listing, _Member
+    from polyloop.executors._mcp_connection import Endpoint
 
-    with pytest.raises(ValueError, match=r"'broken'.*not valid") as caught:
-        _registry([published("fine", {"type": "object"}), published("broken", {"type": 5})])
+    member = _Member(None, Endpoint("http://127.0.0.1:1/mcp", None, None), listed=list(tools))
+    return _listing([member], refuse_collisions=True)
 
-    assert "\n" not in str(caught.value)  # one line
+
+def test_a_tool_published_with_an_invalid_schema_is_skipped_with_the_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    listing = listing_of(published("fine", {"type": "object"}), published("broken", {"type": 5}))
+
+    assert [tool.name for tool in listing.registry] == ["fine"]
+    assert "not valid" in listing.skipped["broken"]
+    assert "\n" not in listing.skipped["broken"]  # one line
+    assert "tool 'broken' is skipped" in caplog.text
 
 
 def test_a_remote_ref_in_a_published_schema_is_never_fetched() -> None:
-    from polyloop.executors._mcp import _registry
-
     schema = {"type": "object", "properties": {"a": {"$ref": "https://example.invalid/s.json"}}}
 
-    with pytest.raises(ValueError, match=re.escape("https://example.invalid/s.json")):
-        _registry([published("remote", schema)])
+    listing = listing_of(published("remote", schema))
+
+    assert len(listing.registry) == 0
+    assert "https://example.invalid/s.json" in listing.skipped["remote"]
+
+
+def test_a_name_collision_found_when_tools_are_listed_again_skips_the_newcomer() -> None:
+    from polyloop.executors._mcp import _listing, _Member
+    from polyloop.executors._mcp_connection import Endpoint
+
+    first = _Member("a", Endpoint("http://127.0.0.1:1/mcp", None, None))
+    second = _Member("a_b", Endpoint("http://127.0.0.1:2/mcp", None, None))
+    first.listed = [published("b_c", {})]
+    second.listed = [published("c", {}), published("d", {})]
+
+    listing = _listing([first, second], refuse_collisions=False)
+
+    assert [tool.name for tool in listing.registry] == ["a_b_c", "a_b_d"]
+    assert listing.routes["a_b_c"][0] is first
+    assert "'b_c' of server 'a'" in listing.skipped["a_b_c"]
+    assert "'c' of server 'a_b'" in listing.skipped["a_b_c"]
+
+
+def test_a_changed_description_is_a_changed_tool() -> None:
+    from polyloop import Tool, ToolRegistry
+    from polyloop.executors._mcp import _changes
+
+    before = ToolRegistry([Tool(name="t", description="old"), Tool(name="gone", description="")])
+    after = ToolRegistry([Tool(name="t", description="new"), Tool(name="new", description="")])
+
+    assert _changes(before, after) == {"added": ["new"], "removed": ["gone"], "changed": ["t"]}
+
+
+def test_a_tool_a_server_lists_twice_is_offered_once() -> None:
+    listing = listing_of(published("twice", {"type": "object"}), published("twice", {}))
+
+    assert [tool.name for tool in listing.registry] == ["twice"]
+    assert "lists it twice" in listing.skipped["twice"]
 
 
 @pytest.mark.asyncio
@@ -696,23 +740,46 @@ def block(kind: str, **fields: Any) -> Any:
 
 
 def test_a_result_without_content_blocks_shows_its_structured_content_as_canonical_json() -> None:
-    from polyloop.executors._mcp import _render
+    from polyloop.executors._mcp_content import render
 
-    result = block("result", content=[], structured_content={"b": [1, 2], "a": "é"})
+    result = block("result", content=[], structured_content={"b": [1, 2], "a": "é"}, is_error=False)
 
-    assert _render(result) == '{"a":"é","b":[1,2]}'
+    assert render(result, None, None).text == '{"a":"é","b":[1,2]}'
 
 
-def test_blocks_of_unknown_kinds_and_bad_base64_are_summarised_not_raised() -> None:
-    from polyloop.executors._mcp import _render
+def test_blocks_of_unknown_kinds_and_bad_base64_are_summarised_not_raised(tmp_path: Path) -> None:
+    from polyloop.executors._mcp_content import render
 
     result = block(
         "result",
-        content=[block("image", mime_type="image/png", data="%%%"), block("hologram")],
+        content=[
+            block("image", mime_type="image/png", data="%%%"),
+            block("audio", mime_type="../../etc/passwd\nx", data="AAEC"),
+            block("hologram"),
+        ],
         structured_content=None,
+        is_error=False,
     )
 
-    assert _render(result).splitlines() == [
-        "[image: image/png, 3 base64 characters, not valid base64]",
-        "[hologram content]",
-    ]
+    rendered = render(result, None, tmp_path)
+
+    lines = rendered.text.splitlines()
+    assert lines[0] == "[image: image/png, 3 base64 characters, not valid base64]"
+    assert lines[1].startswith("[audio: ../../etc/passwd x, 3 bytes, saved as ")
+    assert lines[2] == "[hologram content]"
+    saved = [path.name for path in tmp_path.iterdir()]
+    assert [Path(a["file"]).name for a in rendered.artifacts] == saved
+    assert saved[0].endswith(".bin")  # a MIME type never reaches the file name
+
+
+def test_an_error_result_shows_its_text_even_with_structured_content() -> None:
+    from polyloop.executors._mcp_content import render
+
+    result = block(
+        "result",
+        content=[block("text", text="it broke")],
+        structured_content={"result": 1},
+        is_error=True,
+    )
+
+    assert render(result, {"properties": {"result": {}}}, None).text == "it broke"

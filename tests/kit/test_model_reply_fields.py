@@ -37,3 +37,19 @@ def test_the_whole_shape_is_the_promise_of_returns_a_model_reply() -> None:
 )
 def test_other_promises_do_not_repeat_a_usage_type_error(promise: str) -> None:
     run_promise(promise)  # holds: the reply's usage is not what these promises are about
+
+
+class PatchedFinishReasonModel:
+    """A client whose reply was patched after construction: ``finish_reason`` is an int."""
+
+    async def complete(self, messages: Sequence[Message]) -> ModelReply:
+        reply = ModelReply(text="hello", call_id="c1", model="m")
+        object.__setattr__(reply, "finish_reason", 1)
+        return reply
+
+
+def test_returns_a_model_reply_checks_the_reply_model_and_finish_reason() -> None:
+    promise = ModelClientContract.test_returns_a_model_reply
+
+    with pytest.raises(AssertionError, match=r"\.finish_reason must be None or a non-empty str"):
+        asyncio.run(promise(ModelClientContract(), PatchedFinishReasonModel(), MODEL_SAMPLES))

@@ -3,6 +3,9 @@ names, 1 and 40 implementations. Built as the plugin writes them (schema /2, val
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 from polyloop.report import OUTCOMES, SCHEMA
@@ -148,3 +151,28 @@ def many_report(count: int = 40) -> dict[str, Any]:
             outcomes[f"{seams[0]}.p2"] = "violated"
         items.append(implementation(f"impl_{number:02d}_with_a_long_name", seams[0], outcomes))
     return report(*items)
+
+
+def run_under_ascii_locale(code: str, *args: str, **env: str) -> str:
+    """Run ``code`` in a child Python whose locale encoding is ASCII (C locale, no UTF-8 mode,
+    no locale coercion); return its stdout. Fails the test if the child fails."""
+    child_env = {
+        **os.environ,
+        "LC_ALL": "C",
+        "LANG": "C",
+        "PYTHONUTF8": "0",
+        "PYTHONCOERCECLOCALE": "0",
+        **env,
+    }
+    done = subprocess.run(
+        [sys.executable, "-X", "utf8=0", "-c", code, *args],
+        env=child_env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

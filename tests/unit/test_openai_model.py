@@ -13,6 +13,7 @@ import pytest_asyncio
 
 import polyloop
 from polyloop.models import OpenAIChatModel  # lazy: OpenAIChatModel imports openai when built
+from polyloop.ports import DescribedModelClient, ModelDescription
 from tests.conftest import require_extra
 
 require_extra("openai")
@@ -55,16 +56,23 @@ async def endpoint() -> AsyncIterator[FakeEndpoint]:
         yield fake
 
 
-def completion(text: str, *, id: str = "chatcmpl-1", **message: Any) -> dict[str, Any]:
+def completion(
+    text: str,
+    *,
+    id: str = "chatcmpl-1",
+    model: str = "m",
+    finish_reason: str = "stop",
+    **message: Any,
+) -> dict[str, Any]:
     return {
         "id": id,
         "object": "chat.completion",
         "created": 0,
-        "model": "m",
+        "model": model,
         "choices": [
             {
                 "index": 0,
-                "finish_reason": "stop",
+                "finish_reason": finish_reason,
                 "message": {"role": "assistant", "content": text, **message},
             }
         ],
@@ -76,7 +84,14 @@ def completion(text: str, *, id: str = "chatcmpl-1", **message: Any) -> dict[str
 async def test_reply_text_call_id_usage_and_reasoning_come_from_the_response(
     endpoint: FakeEndpoint,
 ) -> None:
-    endpoint.responses.append((200, completion("hello", reasoning_content="because")))
+    endpoint.responses.append(
+        (
+            200,
+            completion(
+                "hello", model="m-2026-01-01", finish_reason="length", reasoning_content="because"
+            ),
+        )
+    )
     model = OpenAIChatModel("m", base_url=endpoint.base_url, api_key="k", max_retries=0)
     messages = [
         polyloop.Message(role="system", content="s"),
@@ -90,6 +105,8 @@ async def test_reply_text_call_id_usage_and_reasoning_come_from_the_response(
         reasoning="because",
         call_id="chatcmpl-1",
         usage={"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+        model="m-2026-01-01",
+        finish_reason="length",
     )
     sent = endpoint.requests[0]
     assert sent["path"] == "/v1/chat/completions"
@@ -284,3 +301,65 @@ def test_the_default_deadline_is_every_attempt_and_the_pauses_between() -> None:
     for bad in (0, -1.0, float("nan"), float("inf"), True, "5"):
         with pytest.raises(ValueError, match="deadline_s"):
             OpenAIChatModel("m", api_key="k", deadline_s=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_an_empty_response_model_or_finish_reason_is_none_never_empty(
+    endpoint: FakeEndpoint,
+) -> None:
+    endpoint.responses.append((200, completion("hi", model="", finish_reason="")))
+    model = OpenAIChatModel("m", base_url=endpoint.base_url, api_key="k", max_retries=0)
+
+    reply = await model.complete([polyloop.Message(role="user", content="x")])
+
+    assert (reply.model, reply.finish_reason) == (None, None)
+
+
+def test_describe_names_the_provider_the_model_the_request_parameters_and_the_server() -> None:
+    model = OpenAIChatModel(
+        "gpt-x",
+        base_url="http://127.0.0.1:8123/v1",
+        api_key="k",
+        options={
+            "temperature": 0.2,
+            "top_p": 0.9,
+            "max_completion_tokens": 300,
+            "frequency_penalty": 0.1,
+            "presence_penalty": 0.3,
+            "seed": 7,
+            "n": 2,
+            "stop": "END",
+            "user": "someone",  # not a request parameter of the conventions: left out
+        },
+    )
+
+    described = model.describe()
+
+    assert described == ModelDescription(
+        provider="openai",
+        model="gpt-x",
+        parameters={
+            "temperature": 0.2,
+            "top_p": 0.9,
+            "max_tokens": 300,
+            "frequency_penalty": 0.1,
+            "presence_penalty": 0.3,
+            "seed": 7,
+            "choice.count": 2,
+            "stop_sequences": ("END",),
+        },
+        server_address="127.0.0.1",
+        server_port=8123,
+    )
+    assert isinstance(model, DescribedModelClient)
+
+
+def test_describe_without_a_base_url_names_the_openai_api_and_leaves_odd_options_out() -> None:
+    model = OpenAIChatModel(
+        "gpt-x", api_key="k", options={"stop": ["a", "b"], "temperature": None, "seed": {"x": 1}}
+    )
+
+    described = model.describe()
+
+    assert (described.server_address, described.server_port) == ("api.openai.com", 443)
+    assert described.parameters == {"stop_sequences": ("a", "b")}

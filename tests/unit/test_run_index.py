@@ -316,3 +316,24 @@ async def test_stats_from_the_tallies_agree_with_the_rows(store: Any, query: Run
     scanned = await store.run_stats(replace(query, since="2000-01-01"))
 
     assert tallied == scanned == stats_of(await store.query_runs(query))
+
+
+@pytest.mark.asyncio
+async def test_a_batch_run_by_run_many_is_indexed_as_its_summary_counts_it(store: Any) -> None:
+    from polyloop import run_many
+    from tests import batch_doubles
+
+    batch_doubles.reset()
+    given = batch_doubles.tasks(12, "steps=2", split="dev")
+
+    summary = await run_many(
+        batch_doubles.AGENT, given, seams=batch_doubles.seams, store=store, batch="b7"
+    )
+
+    rows = await store.query_runs(RunQuery(batch="b7", labels={"split": "dev"}))
+    assert sorted(row.task_id for row in rows) == sorted(task.id for task in given)
+    for row in rows:
+        assert row == summarize_log(row.run_id, await store.read_log(row.run_id))
+    stats = await store.run_stats(RunQuery(batch="b7"))
+    assert (stats.runs, stats.running) == (12, 0)
+    assert stats.stop_reasons == summary.stop_reasons

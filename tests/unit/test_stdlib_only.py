@@ -10,10 +10,12 @@ CORE = [
     "polyloop",
     "polyloop.stores",
     "polyloop.events",
+    "polyloop.instrumentation",
     "polyloop.models",
     "polyloop.types",
     "polyloop.ports",
     "polyloop.tools",
+    "polyloop.ray",  # the Ray backend imports Ray only when a RayBackend is built
 ]
 
 PROBE = f"""

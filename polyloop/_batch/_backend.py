@@ -1,0 +1,111 @@
+"""Where the tasks of a batch are driven: the backend protocol and the in-process default.
+
+One reason to change: how tasks are dispatched. A backend gets the tasks and a
+:class:`BatchJob` (everything :func:`~polyloop._batch._drive.drive_task` needs besides the
+task) and drives each task once, at most ``concurrency`` at a time, calling ``report`` in the
+driver's process with each :class:`TaskOutcome` as it arrives.
+
+Interruption is cancellation: when ``Backend.run`` is cancelled it starts no further task,
+cancels the drives in flight (a cancelled ``drive_task`` leaves its run unfinished and
+resumable), reports each of them ``interrupted``, waits for them and re-raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from polyloop._batch._drive import drive_task
+from polyloop._batch._outcome import TaskOutcome
+from polyloop._batch._tasks import SeamsFactory, Task, batch_run_id
+from polyloop.ports import RunStore
+from polyloop.types import AgentDefinition
+
+__all__ = ["AsyncioBackend", "Backend", "BatchJob", "Report", "interrupted"]
+
+#: Called in the driver's process with each outcome, in the order they arrive.
+Report = Callable[[TaskOutcome], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchJob:
+    """What every task of a batch shares: the agent, the seams factory, the store, the batch.
+
+    ``store_url`` is the URL the store was opened from, or ``None`` when ``run_many`` was given
+    a store object: a backend that drives tasks in other processes opens its own store from it
+    (and refuses a job without one). ``agent`` and ``seams`` must then be picklable (a seams
+    factory defined at module level).
+    """
+
+    agent: AgentDefinition
+    seams: SeamsFactory
+    store: RunStore
+    store_url: str | None
+    batch: str
+    time_limit_s: float | None = None
+
+    async def drive(self, task: Task) -> TaskOutcome:
+        """:func:`drive_task` for ``task`` against this job's store, in this process."""
+        return await drive_task(
+            self.agent,
+            task,
+            seams=self.seams,
+            store=self.store,
+            batch=self.batch,
+            time_limit_s=self.time_limit_s,
+        )
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Drives the tasks of a batch (see the module's docstring for the whole contract)."""
+
+    async def run(
+        self,
+        tasks: Sequence[Task],
+        job: BatchJob,
+        *,
+        concurrency: int,
+        report: Report,
+    ) -> None: ...
+
+
+def interrupted(task: Task, batch: str) -> TaskOutcome:
+    """The outcome a backend reports for a task whose drive it interrupted."""
+    return TaskOutcome(task_id=task.id, run_id=batch_run_id(batch, task.id), what="interrupted")
+
+
+class AsyncioBackend:
+    """The default: every task in this process's event loop, ``concurrency`` at a time.
+
+    ``concurrency`` workers take the next task as they become free, so a thousand tasks make
+    ``concurrency`` asyncio tasks, not a thousand.
+    """
+
+    async def run(
+        self,
+        tasks: Sequence[Task],
+        job: BatchJob,
+        *,
+        concurrency: int,
+        report: Report,
+    ) -> None:
+        waiting = iter(tasks)  # shared by the workers: next() never suspends
+
+        async def worker() -> None:
+            for task in waiting:
+                try:
+                    outcome = await job.drive(task)
+                except asyncio.CancelledError:
+                    report(interrupted(task, job.batch))
+                    raise
+                report(outcome)
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(concurrency, len(tasks))):
+                group.create_task(worker())
+
+    def __repr__(self) -> str:
+        return "AsyncioBackend()"

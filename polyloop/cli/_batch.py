@@ -1,0 +1,291 @@
+"""``polyloop batch TASKS.jsonl --agent MODULE:ATTR --seams MODULE:FUNC``: run_many from a shell.
+
+The order is what makes "nothing written" true for every refusal: the arguments, the tasks file
+and both import paths are checked first (no store touched), then the store is opened and every
+task is checked against it (reads only), and only then does anything run. Each refusal is one
+line and exit status 2.
+
+Exit status: 0 — every task's run is finished and no ``--fail-on`` rule is broken; 1 — a run
+failed (a seam raised), a task was refused while running, a ``--fail-on`` rule is broken, or
+the store failed at run time; 2 — a usage error or bad input, nothing written; 130 (SIGINT) or
+143 (SIGTERM) — interrupted: the runs in flight are left unfinished and resumable, the summary
+is printed, and the same command resumes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from polyloop._batch import BatchSummary, Plan, batch_run_id, execute, plan, vet
+from polyloop._exception_text import exception_message
+from polyloop.cli._batch_display import ProgressLine, render_summary
+from polyloop.cli._fail_on import BadRule, FailOn, parse_rules, tripped
+from polyloop.cli._import_path import BadImportPath, load
+from polyloop.cli._tasks_file import BadTasks, NumberedTask, read_tasks
+from polyloop.errors import InvalidRunId, PolyloopError, TaskRefused
+from polyloop.ports import RunStore
+from polyloop.stores import open_store, sqlite_path
+from polyloop.types import AgentDefinition
+
+__all__ = ["BATCH_USAGE", "add_batch_command"]
+
+BATCH_USAGE = (
+    "polyloop batch TASKS.jsonl --agent MODULE:ATTR --seams MODULE:FUNC [--store URL] "
+    "[--batch ID] [--concurrency N] [--time-limit SECONDS] [--fail-on STOP_REASON[:N|:P%],...]"
+)
+# argparse formats usage and help with %: a literal percent sign is written twice there.
+_USAGE_TEXT = BATCH_USAGE.replace("%", "%%")
+USAGE, FAILED = 2, 1
+_EXIT_ON_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
+_TICK_S = 1.0  # how often the progress line is refreshed
+
+
+class Refused(Exception):
+    """Bad input: one line, exit 2, nothing written."""
+
+
+def add_batch_command(subparsers: Any, store_option: argparse.ArgumentParser) -> None:
+    """Add ``batch`` to the CLI's subparsers; its handler is stored as ``func``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "batch",
+        parents=[store_option],
+        usage=_USAGE_TEXT,
+        help="run an agent over every task of a JSON Lines file; resumable",
+        description="Run an agent over every task of TASKS.jsonl (one JSON object a line: id, "
+        "goal, optional labels), CONCURRENCY at a time. Running the same command again "
+        "resumes the unfinished runs (never replaying an action) and skips the finished ones. "
+        "Ctrl-C interrupts: the runs in flight stay resumable and the summary is printed. "
+        "Exit 0 when every run is finished, 1 for a failed run or a broken --fail-on rule, 2 "
+        "for bad input (nothing written), 130/143 when interrupted.",
+    )
+    parser.add_argument("tasks", metavar="TASKS.jsonl", help="the tasks, one JSON object a line")
+    parser.add_argument("--agent", required=True, metavar="MODULE:ATTR", help="an AgentDefinition")
+    parser.add_argument(
+        "--seams",
+        required=True,
+        metavar="MODULE:FUNC",
+        help="called with each run's Task, returns its RunSeams (model, parser, executor)",
+    )
+    parser.add_argument(
+        "--batch", default=None, metavar="ID", help="the batch id (default: the file's name "
+        "without extension); with each task id it makes the run id BATCH.TASK_ID"
+    )  # fmt: skip
+    parser.add_argument(
+        "--concurrency", default="8", metavar="N", help="runs at a time (default 8)"
+    )
+    parser.add_argument(
+        "--time-limit",
+        default=None,
+        metavar="SECONDS",
+        help="end a run driven longer than this with stop reason time_limit",
+    )
+    parser.add_argument(
+        "--fail-on",
+        action="append",
+        default=[],
+        metavar="STOP_REASON[:N|:P%],...",
+        help="exit 1 when more than N runs (or P%% of the finished runs; no threshold: any) "
+        "stopped with STOP_REASON",
+    )
+    parser.set_defaults(func=run_batch_command)
+
+
+def run_batch_command(args: argparse.Namespace) -> int:
+    """The ``batch`` command: its exit status; errors are one line on stderr."""
+    try:
+        settings = _settings(args)
+    except (Refused, BadTasks, BadImportPath, BadRule, ValueError) as exc:
+        return _refuse(exc, USAGE)
+    previous = {number: signal.getsignal(number) for number in _EXIT_ON_SIGNAL}
+    try:
+        return asyncio.run(_batch(settings, sys.stdout, sys.stderr))
+    except KeyboardInterrupt:  # before the batch's own handler was installed, or after it
+        sys.stderr.write("polyloop: interrupted; run the same command again to resume\n")
+        return _EXIT_ON_SIGNAL[signal.SIGINT]
+    except Refused as exc:
+        return _refuse(exc, USAGE)
+    except (PolyloopError, OSError, sqlite3.Error) as exc:
+        return _refuse(exc, FAILED)
+    except Exception as exc:
+        if _is_driver_error(exc):
+            return _refuse(exc, FAILED)
+        raise
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+class _Settings(argparse.Namespace):
+    tasks: list[NumberedTask]
+    where: str
+    agent: AgentDefinition
+    seams: Any
+    store_url: str
+    batch: str
+    concurrency: int
+    time_limit_s: float | None
+    rules: tuple[FailOn, ...]
+
+
+def _settings(args: argparse.Namespace) -> _Settings:
+    """Everything checked without touching the store: arguments, the file, the imports."""
+    settings = _Settings()
+    settings.concurrency = _concurrency(args.concurrency)
+    settings.time_limit_s = _time_limit(args.time_limit)
+    settings.rules = parse_rules(args.fail_on)
+    sqlite_path(args.store)  # ValueError (a usage error) for a URL of no known form
+    settings.store_url = args.store
+    path = Path(args.tasks)
+    settings.where = args.tasks
+    settings.batch = args.batch if args.batch is not None else path.stem
+    _check_batch_id(settings.batch, args.batch is None, args.tasks)
+    settings.tasks = read_tasks(path)
+    agent = load("--agent", args.agent)
+    if not isinstance(agent, AgentDefinition):
+        raise Refused(f"--agent {args.agent}: not an AgentDefinition (got {type(agent).__name__})")
+    settings.agent = agent
+    settings.seams = load("--seams", args.seams)
+    if not callable(settings.seams):
+        raise Refused(
+            f"--seams {args.seams}: not callable (got {type(settings.seams).__name__}); it is "
+            "called with each run's Task and returns its RunSeams"
+        )
+    return settings
+
+
+def _concurrency(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise Refused(f"--concurrency must be an integer >= 1, got {text!r}")
+    return int(text)
+
+
+def _time_limit(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not (0 < seconds < float("inf")):
+        raise Refused(f"--time-limit must be a number of seconds > 0, got {text!r}")
+    return seconds
+
+
+def _check_batch_id(batch: str, from_file: bool, tasks: str) -> None:
+    try:
+        batch_run_id(batch, "x")
+    except InvalidRunId as exc:
+        source = f" (from the file name {tasks!r}; give one with --batch)" if from_file else ""
+        raise Refused(f"batch id {batch!r}{source}: {exc}") from None
+
+
+async def _batch(settings: _Settings, out: TextIO, err: TextIO) -> int:
+    lines = {numbered.task.id: numbered.line for numbered in settings.tasks}
+    store = open_store(settings.store_url)
+    try:
+        checked = await _vetted(settings, store, lines)
+        terminal = err.isatty()
+        width = shutil.get_terminal_size().columns if terminal else 0
+        progress = ProgressLine(checked.total, err, terminal=terminal, width=width)
+        summary, caught = await _driven(checked, progress)
+    finally:
+        aclose = getattr(store, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    for line in render_summary(summary, lines, settings.where):
+        print(line, file=out)
+    broken = tripped(settings.rules, summary)
+    for why in broken:
+        print(f"fail-on: {why}", file=out)
+    if caught is not None:
+        return _EXIT_ON_SIGNAL[caught]
+    return FAILED if broken or summary.failures or summary.refusals else 0
+
+
+async def _vetted(settings: _Settings, store: RunStore, lines: dict[str, int]) -> Plan:
+    """The plan, checked in full against the store: a refusal names the task's line."""
+    try:
+        checked = plan(
+            settings.agent,
+            [numbered.task for numbered in settings.tasks],
+            seams=settings.seams,
+            store=store,
+            store_url=settings.store_url,
+            batch=settings.batch,
+            concurrency=settings.concurrency,
+            time_limit_s=settings.time_limit_s,
+            backend=None,
+        )
+        vetted = await vet(checked)
+    except TaskRefused as exc:
+        line = settings.tasks[exc.index].line
+        more = f" ({exc.others} more refused likewise)" if exc.others else ""
+        raise Refused(f"{settings.where}:{line}: {exc.reason}{more}") from None
+    except (PolyloopError, OSError, sqlite3.Error) as exc:
+        raise Refused(_unopened(exc)) from None
+    except Exception as exc:
+        if _is_driver_error(exc):
+            raise Refused(_unopened(exc)) from None
+        raise
+    return vetted
+
+
+def _unopened(exc: BaseException) -> str:
+    # Not the URL: it may hold a password. The store's own message names the file or server.
+    return f"--store: the store cannot be opened: {_text(exc)}"
+
+
+async def _driven(
+    checked: Plan, progress: ProgressLine
+) -> tuple[BatchSummary, signal.Signals | None]:
+    """Run the plan; SIGINT or SIGTERM interrupts it (once is enough; more are ignored)."""
+    loop = asyncio.get_running_loop()
+    interrupt = asyncio.Event()
+    caught: list[signal.Signals] = []
+
+    def on_signal(number: signal.Signals) -> None:
+        if not caught:
+            caught.append(number)
+        interrupt.set()
+
+    for number in _EXIT_ON_SIGNAL:
+        loop.add_signal_handler(number, on_signal, number)
+    ticker = asyncio.ensure_future(_tick(progress))
+    try:
+        summary = await execute(checked, progress=progress.update, interrupt=interrupt)
+    finally:
+        ticker.cancel()
+        progress.close()
+        for number in _EXIT_ON_SIGNAL:
+            loop.remove_signal_handler(number)
+            if caught:  # an impatient second Ctrl-C must not cut the summary short
+                signal.signal(number, signal.SIG_IGN)
+    return summary, caught[0] if caught and summary.interrupted else None
+
+
+async def _tick(progress: ProgressLine) -> None:
+    while True:
+        await asyncio.sleep(_TICK_S)
+        progress.tick()
+
+
+def _text(exc: BaseException) -> str:
+    return " ".join(exception_message(exc, limit=None).split()) or type(exc).__name__
+
+
+def _refuse(exc: BaseException, status: int) -> int:
+    text = f"polyloop: error: {_text(exc)}\n"
+    sys.stderr.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    return status
+
+
+def _is_driver_error(exc: BaseException) -> bool:
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.Error)
