@@ -181,7 +181,7 @@ class IndexSql:
         )
         if query.limit is not None:
             sql += f" LIMIT {self.placeholder}"
-            params.append(query.limit)
+            params.append(min(query.limit, _INT64))  # a larger one is no limit, not an error
         return sql, params
 
     def usage_of(self, run_ids: Sequence[str]) -> tuple[str, list[Any]]:

@@ -123,6 +123,7 @@ def test_runs_json_is_an_array_of_index_rows(db: Path, capsys: pytest.CaptureFix
         (["--label", "model=small", "--batch", "other"], []),
         (["--limit", "1"], ["r3"]),
         (["--limit", "2", "--batch", "exp"], ["r1", "r2"]),
+        (["--limit", "9" * 40], ["r1", "r2", "r3"]),
     ],
 )
 def test_runs_filters_select_the_runs_they_name(
