@@ -59,10 +59,12 @@ _CHUNK = 500
 # time of the first append); the index adds the rest. run_started_at is RunStarted.started_at,
 # the text the record holds (what --since compares, as in SQLite).
 INDEX_COLUMNS: Final = (
-    "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS batch text",
+    'ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS batch text COLLATE "C"',
     "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS task_id text",
     "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS labels text NOT NULL DEFAULT '{}'",
-    "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS run_started_at text NOT NULL DEFAULT ''",
+    # COLLATE "C": ordered and compared byte by byte, as in SQLite and the memory store.
+    'ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS run_started_at text COLLATE "C" '
+    "NOT NULL DEFAULT ''",
     "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS finished_at text",
     "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS steps bigint NOT NULL DEFAULT 0",
     "ALTER TABLE polyloop_runs ADD COLUMN IF NOT EXISTS executed_actions bigint NOT NULL DEFAULT 0",
