@@ -17,8 +17,10 @@ from polyloop._batch import (
 )
 from polyloop._loop import resume, run
 from polyloop._run_id import validate_run_id
+from polyloop._run_index import Percentiles, RunQuery, RunStats, RunSummary
 from polyloop._version import __version__
 from polyloop.errors import (
+    IndexNotBuilt,
     InvalidRunId,
     ParametersChanged,
     PolyloopError,
@@ -74,6 +76,7 @@ __all__ = [
     "Budget",
     "Event",
     "FinalAnswer",
+    "IndexNotBuilt",
     "InvalidDecision",
     "InvalidRunId",
     "Message",
@@ -82,6 +85,7 @@ __all__ = [
     "ModelReply",
     "ParametersChanged",
     "ParsedReply",
+    "Percentiles",
     "PolyloopError",
     "Record",
     "RunAlreadyExists",
@@ -90,9 +94,12 @@ __all__ = [
     "RunFinished",
     "RunLog",
     "RunNotFound",
+    "RunQuery",
     "RunResult",
     "RunSeams",
     "RunStarted",
+    "RunStats",
+    "RunSummary",
     "SchemaVersionError",
     "StepCompleted",
     "StepRecord",

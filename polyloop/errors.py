@@ -7,6 +7,7 @@ implementation (which propagates untouched, with its own type).
 from __future__ import annotations
 
 __all__ = [
+    "IndexNotBuilt",
     "InvalidRunId",
     "ParametersChanged",
     "PolyloopError",
@@ -54,6 +55,12 @@ class SchemaVersionError(PolyloopError):
 
 class StoreCorrupted(PolyloopError):
     """The store's backing data is not a polyloop log (or is damaged); names the location."""
+
+
+class IndexNotBuilt(PolyloopError):
+    """The store's run index is not built yet: the store was written by a polyloop without the
+    index and has been opened without migrating it (a read-only command). Read the logs, or
+    open it for writing (``polyloop migrate``) to build the index."""
 
 
 class InvalidRunId(PolyloopError, ValueError):

@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, runtime_checkable
 
+from polyloop._run_index import RunQuery, RunStats, RunSummary
 from polyloop.errors import (
     RunAlreadyExists,
     RunAlreadyFinished,
@@ -52,6 +53,7 @@ __all__ = [
     "Event",
     "EventSink",
     "FinalAnswer",
+    "IndexedRunStore",
     "InlineCommitRunStore",
     "Instrumentation",
     "InvalidDecision",
@@ -66,9 +68,12 @@ __all__ = [
     "RunConflict",
     "RunInstrumentation",
     "RunLog",
+    "RunQuery",
     "RunResult",
     "RunStarted",
+    "RunStats",
     "RunStore",
+    "RunSummary",
     "SeamCall",
 ]
 
@@ -170,6 +175,25 @@ class InlineCommitRunStore(BatchRunStore, Protocol):
     """
 
     def commit_now(self, run_id: str, records: Sequence[Record], *, sequence: int) -> bool: ...
+
+
+@runtime_checkable
+class IndexedRunStore(RunStore, Protocol):
+    """A run store that keeps a run index: one :class:`RunSummary` row per run (optional).
+
+    The row is updated in the same transaction as the records it summarises, so it never
+    disagrees with the log — not even after a crash or a refused batch (the kit's promise
+    ``run_store.index_agrees_with_log``). ``polyloop runs``, ``stats`` and ``export`` use it
+    when a store has it and otherwise read every log.
+
+    ``query_runs`` returns the rows ``query`` selects, oldest first (``started_at``, then run
+    id), the newest ``query.limit`` of them when a limit is set. ``run_stats`` returns the
+    statistics of the rows ``query`` selects (its ``limit`` ignored). Both never read a log.
+    """
+
+    async def query_runs(self, query: RunQuery) -> list[RunSummary]: ...
+
+    async def run_stats(self, query: RunQuery) -> RunStats: ...
 
 
 # A request parameter's value as a trace attribute takes it: a scalar or a list of strings.

@@ -1,9 +1,11 @@
-"""The ``polyloop`` command: list runs, show a run's trajectory, run a demo, read reports.
+"""The ``polyloop`` command: list and tally runs, export them, show a run's trajectory, run a
+demo, read reports.
 
 Standard library only (psycopg is imported only when a ``postgresql://`` store is named).
 Every error is one line on stderr, ``polyloop: error: …``, never a traceback: exit status 2
-for a usage error (a wrong argument, a bad store URL or run id), 1 for a failure at run time
-(no store, an unknown run, a damaged store, a server that cannot be reached).
+for bad input (a wrong argument, a bad store URL, run id or filter, a store that cannot be
+opened, an output that cannot be written), 1 for a failure at run time (an unknown run, a
+damaged record, a server that cannot be reached).
 ``report`` keeps 1 for "a regression" and so reports a file that is not a report with 2.
 """
 
@@ -20,12 +22,26 @@ from typing import Any, NoReturn, TextIO
 
 from polyloop._exception_text import exception_message
 from polyloop._run_id import validate_run_id
+from polyloop._run_index import RunQuery, RunSummary
 from polyloop.cli._batch import add_batch_command
 from polyloop.cli._demo import run_demo
-from polyloop.cli._read_only import NoStore, ReadOnlySQLite, open_for_reading
+from polyloop.cli._index import (
+    Output,
+    StoreUnavailable,
+    add_index_commands,
+    close,
+    index_rows,
+    index_stats,
+    open_for_migration,
+    open_reader,
+    query_of,
+    trajectory_line,
+    write_rows,
+    write_stats,
+)
+from polyloop.cli._read_only import NoStore
 from polyloop.cli._report import add_report_commands
-from polyloop.errors import PolyloopError
-from polyloop.ports import RunStore
+from polyloop.errors import PolyloopError, SchemaVersionError, StoreCorrupted
 from polyloop.stores import open_store, sqlite_path
 from polyloop.types import RunLog, StepRecord, canonical_json
 
@@ -69,7 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Handler | None = getattr(args, "handler", None)
         if handler is None:
             raise UsageError(
-                "no command given: runs, show, demo, batch or report (see: polyloop --help)"
+                "no command given: runs, stats, export, migrate, show, demo, batch or report "
+                "(see: polyloop --help)"
             )
         _check_arguments(args)
     except SystemExit as exc:  # --help or --version: argparse printed it
@@ -80,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = asyncio.run(handler(args, sys.stdout))
     except KeyboardInterrupt:
         return 130
+    except StoreUnavailable as exc:  # bad input: a store that cannot be opened
+        return _refuse(exc, USAGE)
     except (CommandError, NoStore, PolyloopError, ValueError, OSError, sqlite3.Error) as exc:
         return _refuse(exc, FAILED)
     except Exception as exc:
@@ -124,6 +143,10 @@ def _check_arguments(args: argparse.Namespace) -> None:
     sqlite_path(args.store)  # ValueError for an unknown form
     if getattr(args, "run_id", None) is not None:
         validate_run_id(args.run_id)
+    if hasattr(args, "label"):  # runs, stats, export: bad filters are refused before any I/O
+        query_of(args)
+    if getattr(args, "output", None) is not None:
+        Output(args.output).check()
 
 
 def _one_line(exc: BaseException) -> str:
@@ -158,17 +181,19 @@ def _parser() -> argparse.ArgumentParser:
         prog="polyloop",
         usage="polyloop [--store URL] COMMAND ...",
         description="Inspect agent runs recorded by polyloop, run a demo, read conformance "
-        "reports. Errors are one line; exit 2 for a usage error, 1 for a failure at run time.",
+        "reports. Errors are one line; exit 2 for bad input (a usage error, a store that cannot "
+        "be opened), 1 for a failure at run time.",
         parents=[store_option],
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
+    add_index_commands(
+        commands,
+        store_option,
+        {"runs": _runs, "stats": _stats, "export": _export, "migrate": _migrate},
+    )
     parsers = {}
     for name, handler, usage, summary, description in (
-        ("runs", _runs, "polyloop runs [--store URL]",
-         "list runs: id, start time, stop reason (or running), steps",
-         "List the store's runs, oldest first. Only reads: the store is never created or "
-         "changed."),
         ("show", _show, "polyloop show [--store URL] RUN_ID",
          "show one run's trajectory and stop reason",
          "Show a run's trajectory, one line per step, then its stop reason. Only reads: the "
@@ -194,51 +219,88 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _runs(args: argparse.Namespace, out: TextIO) -> int:
-    store = open_for_reading(args.store)
+    query = query_of(args)
+    store = open_reader(args.store)
     try:
-        logs = [(run_id, await _read_or_reason(store, run_id)) for run_id in await store.run_ids()]
+        rows, unreadable = await index_rows(store, query, args.store)
     finally:
-        await _close(store)
-    if not logs:
+        await close(store)
+    if args.format != "table":
+        write_rows(rows, args.format, out)
+    elif not rows and not unreadable:
         print(f"no runs in {args.store}{_memory_hint(args.store)}", file=out)
-        return 0
-    logs.sort(key=lambda item: (_started_at(item[1]), item[0]))
-    rows = [("RUN ID", "STARTED AT", "STOP REASON", "STEPS")]
-    rows.extend(_runs_row(run_id, log) for run_id, log in logs)
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for run_id, started_at, stop, steps in rows:
+    else:
+        _print_runs_table(rows, unreadable if query == RunQuery() else {}, out)
+    for run_id, reason in sorted(unreadable.items()):  # after the table: it stays one block
+        print(f"polyloop: warning: run {run_id} is unreadable: {reason}", file=sys.stderr)
+    return 0
+
+
+def _print_runs_table(rows: list[RunSummary], unreadable: dict[str, str], out: TextIO) -> None:
+    table = [("RUN ID", "STARTED AT", "STOP REASON", "STEPS")]
+    # A run whose log cannot be read is listed first, its start time unknown.
+    table.extend((run_id, "?", "unreadable", "?") for run_id in sorted(unreadable))
+    table.extend(
+        (row.run_id, row.started_at or "?", row.stop_reason or "running", str(row.steps))
+        for row in rows
+    )
+    widths = [max(len(row[i]) for row in table) for i in range(3)]
+    for run_id, started_at, stop, steps in table:
         print(
             f"{run_id:<{widths[0]}}  {started_at:<{widths[1]}}  {stop:<{widths[2]}}  {steps:>5}",
             file=out,
         )
-    for run_id, log in logs:  # after the table, so the table stays one block
-        if isinstance(log, str):
-            print(f"polyloop: warning: run {run_id} is unreadable: {log}", file=sys.stderr)
+
+
+async def _stats(args: argparse.Namespace, out: TextIO) -> int:
+    query = query_of(args)
+    store = open_reader(args.store)
+    try:
+        stats = await index_stats(store, query, args.store)
+    finally:
+        await close(store)
+    write_stats(stats, args.format, out)
     return 0
 
 
-async def _read_or_reason(store: RunStore | ReadOnlySQLite, run_id: str) -> RunLog | str:
-    """The run's log, or why it cannot be read: one damaged run must not hide the others."""
+async def _export(args: argparse.Namespace, out: TextIO) -> int:
+    query = query_of(args)
+    output = Output(args.output)
+    output.check()
+    store = open_reader(args.store)
     try:
-        return await store.read_log(run_id)
-    except (PolyloopError, ValueError) as exc:
-        return _one_line(exc)
+        rows, unreadable = await index_rows(store, query, args.store)
+        lines = [trajectory_line(row, await store.read_log(row.run_id)) for row in rows]
+    finally:
+        await close(store)
+    output.write(lambda file: file.writelines(line + "\n" for line in lines), out)
+    for run_id, reason in sorted(unreadable.items()):
+        print(f"polyloop: warning: run {run_id} is unreadable: {reason}", file=sys.stderr)
+    return 0
 
 
-def _runs_row(run_id: str, log: RunLog | str) -> tuple[str, str, str, str]:
-    if isinstance(log, str):
-        return (run_id, "?", "unreadable", "?")
-    stop = log.finished.stop_reason.value if log.finished is not None else "running"
-    return (run_id, _started_at(log) or "?", stop, str(len(log.steps)))
+async def _migrate(args: argparse.Namespace, out: TextIO) -> int:
+    store = open_for_migration(args.store)
+    try:
+        open_now = getattr(store, "__aenter__", None)
+        if open_now is not None:
+            await open_now()  # a writing open builds the index of a store without one
+        runs = len(await store.run_ids())
+    except (StoreCorrupted, SchemaVersionError) as exc:
+        raise StoreUnavailable(str(exc)) from None
+    finally:
+        await close(store)
+    print(f"{args.store}: the run index is up to date ({_count(runs, 'run')})", file=out)
+    return 0
 
 
 async def _show(args: argparse.Namespace, out: TextIO) -> int:
     run_id = validate_run_id(args.run_id)
-    store = open_for_reading(args.store)
+    store = open_reader(args.store)
     try:
         log = await store.read_log(run_id)
     finally:
-        await _close(store)
+        await close(store)
     if not log.records:
         raise CommandError(f"no run {run_id!r} in {args.store}{_memory_hint(args.store)}")
     _print_trajectory(run_id, log, out)
@@ -252,7 +314,7 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
         result = await run_demo(store, run_id)
         log = await store.read_log(result.run_id)  # show what the store kept, not memory
     finally:
-        await _close(store)
+        await close(store)
     _print_trajectory(result.run_id, log, out)
     print(f"recorded in {args.store}; see it again with: polyloop show {result.run_id}", file=out)
     return 0
@@ -265,18 +327,6 @@ def _memory_hint(url: str) -> str:
     if url != "memory:":
         return ""
     return " (a memory: store starts empty in every command; record to a file to read it back)"
-
-
-async def _close(store: RunStore | ReadOnlySQLite) -> None:
-    aclose = getattr(store, "aclose", None)
-    if aclose is not None:
-        await aclose()
-
-
-def _started_at(log: RunLog | str) -> str:
-    if isinstance(log, str):  # unreadable: sorted first, its start time unknown
-        return ""
-    return log.started.started_at if log.started is not None else ""
 
 
 def _print_trajectory(run_id: str, log: RunLog, out: TextIO) -> None:

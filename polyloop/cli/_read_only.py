@@ -13,11 +13,13 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from polyloop.errors import StoreCorrupted
+from polyloop._run_index import RunQuery, RunStats, RunSummary
+from polyloop.errors import IndexNotBuilt, StoreCorrupted
 from polyloop.ports import RunStore
-from polyloop.stores import open_store, sqlite_path
+from polyloop.stores import _postgres_store, open_store, sqlite_path
 from polyloop.stores._rules import decode_log
 from polyloop.stores._sqlite import SQLiteStore, _inspect_file, _is_corruption
+from polyloop.stores._sqlite_index import index_complete, query_runs, run_stats
 from polyloop.types import RunLog
 
 __all__ = ["NoStore", "ReadOnlySQLite", "open_for_reading"]
@@ -36,15 +38,19 @@ def open_for_reading(url: str) -> RunStore | ReadOnlySQLite:
     ``StoreCorrupted`` when the file cannot be read as a store.
     """
     path = sqlite_path(url)
+    if path is None and url != "memory:":
+        # PostgreSQL, without migrating a store written by an earlier polyloop (only reading).
+        return _postgres_store(url, migrate=False)
     if path is None:
-        return open_store(url)  # memory: (empty) or PostgreSQL
+        return open_store(url)  # memory: (empty)
     reader = ReadOnlySQLite(path)
     reader.open(url)
     return reader
 
 
 class ReadOnlySQLite:
-    """``run_ids`` and ``read_log`` of a polyloop SQLite store, through a read-only connection."""
+    """``run_ids``, ``read_log`` and the run index (``query_runs``, ``run_stats``) of a
+    polyloop SQLite store, through a read-only connection."""
 
     def __init__(self, path: str) -> None:
         self.path = Path(path).absolute()
@@ -84,7 +90,32 @@ class ReadOnlySQLite:
         )
         return decode_log(run_id, rows, where=str(self.path))
 
+    async def query_runs(self, query: RunQuery) -> list[RunSummary]:
+        """The run index's rows; ``IndexNotBuilt`` for a store written without the index (this
+        reader never builds it: that is a write)."""
+        rows: list[RunSummary] = self._indexed(lambda conn: query_runs(conn, query))
+        return rows
+
+    async def run_stats(self, query: RunQuery) -> RunStats:
+        stats: RunStats = self._indexed(lambda conn: run_stats(conn, query))
+        return stats
+
+    def _indexed(self, use: Any) -> Any:
+        if self._conn is None:
+            raise StoreCorrupted(f"{self.path}: not open")
+        try:
+            if not index_complete(self._conn):
+                raise IndexNotBuilt(f"{self.path}: the run index is not built yet")
+            return use(self._conn)
+        except sqlite3.DatabaseError as exc:
+            if _is_corruption(exc):
+                raise StoreCorrupted(f"{self.path}: damaged database ({exc})") from None
+            raise StoreCorrupted(f"{self.path}: cannot be read ({exc})") from None
+
     async def aclose(self) -> None:
+        self.close()
+
+    def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()

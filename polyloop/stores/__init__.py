@@ -87,7 +87,7 @@ def open_store(url: str) -> RunStore:
     return _postgres_store(url)
 
 
-def _postgres_store(dsn: str) -> RunStore:
+def _postgres_store(dsn: str, *, migrate: bool = True) -> RunStore:
     hint = "PostgreSQL stores need psycopg: pip install 'polyloop[postgres]'"
     try:
         # By name, so this module type-checks and imports without the optional extra.
@@ -103,7 +103,7 @@ def _postgres_store(dsn: str) -> RunStore:
                 f"cannot open {_shown(dsn)!r}: this polyloop build has no PostgreSQL store"
             ) from None
         raise
-    store: RunStore = module.PostgresStore(dsn)
+    store: RunStore = module.PostgresStore(dsn, migrate=migrate)
     return store
 
 

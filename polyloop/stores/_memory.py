@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 
 from polyloop._closing import AsyncClosing
 from polyloop._run_id import validate_run_id
+from polyloop._run_index import (
+    RunQuery,
+    RunStats,
+    RunSummary,
+    advance,
+    index_delta,
+    newest_last,
+    stats_of,
+)
 from polyloop.stores._rules import check_append_many, check_batch, check_record, decode_log
 from polyloop.types import Record, RunFinished, RunLog
 
@@ -22,6 +32,7 @@ class MemoryStore(AsyncClosing):
 
     def __init__(self) -> None:
         self._logs: dict[str, list[tuple[int, str, str]]] = {}  # (sequence, kind, body) rows
+        self._index: dict[str, RunSummary] = {}  # the run index (polyloop.ports.IndexedRunStore)
 
     async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
         check_record(run_id, record, sequence)
@@ -43,7 +54,26 @@ class MemoryStore(AsyncClosing):
         check_append_many(run_id, batch, sequence=sequence, length=len(log), finished=finished)
         log.extend(rows)
         self._logs[run_id] = log
+        self._index_batch(run_id, batch)
         return True
+
+    def _index_batch(self, run_id: str, batch: Sequence[Record]) -> None:
+        """Bring the run's index row up to date with a batch just written (same step, no await)."""
+        self._index[run_id] = advance(self._index.get(run_id), run_id, index_delta(batch))
+
+    async def query_runs(self, query: RunQuery) -> list[RunSummary]:
+        """The index rows ``query`` selects (``polyloop.ports.IndexedRunStore``)."""
+        await asyncio.sleep(0)
+        # Copies: a caller that edits a row's labels or usage must not edit the index.
+        return [
+            replace(row, labels=dict(row.labels), usage=dict(row.usage))
+            for row in newest_last(self._index.values(), query)
+        ]
+
+    async def run_stats(self, query: RunQuery) -> RunStats:
+        """The statistics of the rows ``query`` selects (``polyloop.ports.IndexedRunStore``)."""
+        await asyncio.sleep(0)
+        return stats_of(newest_last(self._index.values(), replace(query, limit=None)))
 
     async def read_log(self, run_id: str) -> RunLog:
         validate_run_id(run_id)

@@ -21,11 +21,21 @@ from typing import TYPE_CHECKING, Any, Final
 
 from polyloop._closing import AsyncClosing
 from polyloop._run_id import validate_run_id
+from polyloop._run_index import RunQuery, RunStats, RunSummary
 from polyloop.errors import (
+    IndexNotBuilt,
     RunAlreadyExists,
     RunConflict,
     SchemaVersionError,
     StoreCorrupted,
+)
+from polyloop.stores._postgres_index import (
+    INDEX_COLUMNS,
+    INDEXED_VERSION,
+    build_index,
+    index_batch,
+    query_runs,
+    run_stats,
 )
 from polyloop.stores._rules import check_append_many, check_batch, check_record, decode_log
 from polyloop.types import Record, RunFinished, RunLog, RunStarted
@@ -40,7 +50,9 @@ _INSTALL_HINT: Final = "pip install 'polyloop[postgres]'"
 
 #: The store's table layout, independent of the record schema version. A database whose major
 #: differs was written by an incompatible polyloop: refuse it rather than guess.
-STORE_SCHEMA_VERSION: Final = "1.0"
+#: 1.1: the run index (polyloop/stores/_postgres_index.py); a 1.0 store gets it built by the
+#: first use of a store that may migrate.
+STORE_SCHEMA_VERSION: Final = INDEXED_VERSION
 _SUPPORTED_MAJOR: Final = "1"
 
 # Two-key advisory lock for schema creation: CREATE TABLE IF NOT EXISTS is not safe against a
@@ -88,6 +100,12 @@ _SCHEMA: Final = (
 )
 
 
+def _has_index(version: str) -> bool:
+    """Whether a store of this version keeps the run index (1.1 and every later 1.x)."""
+    minor = version.split(".", 2)[1] if version.count(".") else "0"
+    return minor.isdigit() and int(minor) >= int(INDEXED_VERSION.split(".")[1])
+
+
 def _require_driver() -> None:
     try:
         import psycopg  # noqa: F401
@@ -130,6 +148,10 @@ class PostgresStore(AsyncClosing):
 
     ``dsn`` is a libpq connection string or URI (``postgresql://user@host:5432/db``).
     ``min_size``/``max_size`` size the connection pool (per event loop, per store object).
+    ``migrate=False`` never changes the schema of a store written by an earlier polyloop (the
+    read-only commands): its run index is then not built, ``query_runs``/``run_stats`` raise
+    ``IndexNotBuilt`` and appends are refused; by default the first use builds the index
+    (resumably, logged on the ``polyloop`` logger).
 
     Nothing is connected in ``__init__``: the schema is checked (and created if absent) and the
     pool opened on first use, in the running event loop. Event loops: a store may be used from
@@ -144,7 +166,9 @@ class PostgresStore(AsyncClosing):
     durable when it returns (the session forces ``synchronous_commit = on``).
     """
 
-    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self, dsn: str, *, min_size: int = 1, max_size: int = 10, migrate: bool = True
+    ) -> None:
         if not isinstance(dsn, str) or not dsn.strip():
             raise ValueError("dsn must be a non-empty PostgreSQL connection string or URI")
         for name, value in (("min_size", min_size), ("max_size", max_size)):
@@ -166,6 +190,10 @@ class PostgresStore(AsyncClosing):
         self._max_size = max_size
         self._binding: _LoopBinding | None = None
         self._schema_checked = False
+        # False: a store written without the run index stays as it is (read-only commands);
+        # its index is then not built, and appends are refused.
+        self._migrate = migrate
+        self._indexed = True
         # Every connection the pools opened, so a pool left behind by a finished event loop
         # can have its sockets closed without that loop.
         self._connections: weakref.WeakSet[AsyncConnection[Any]] = weakref.WeakSet()
@@ -184,6 +212,13 @@ class PostgresStore(AsyncClosing):
         """
         batch = check_batch(run_id, records, sequence)
         rows = [(run_id, sequence + n, r.kind, r.to_json()) for n, r in enumerate(batch)]
+        if not self._migrate:
+            await self._pool()
+            if not self._indexed:
+                raise IndexNotBuilt(
+                    f"PostgresStore({self._where}): opened with migrate=False on a store "
+                    "without its run index; appending would leave the index behind"
+                )
         last = batch[-1]
         finished = isinstance(last, RunFinished)
         # Copied out of the body so runs can be filed by stop reason in plain SQL.
@@ -223,6 +258,7 @@ class PostgresStore(AsyncClosing):
                         "VALUES (%s, %s, %s, %s)",
                         rows,
                     )
+                await index_batch(conn, run_id, batch)
         except psycopg.errors.UniqueViolation:
             # Another writer committed this run's start or this sequence first.
             if isinstance(batch[0], RunStarted):
@@ -252,6 +288,27 @@ class PostgresStore(AsyncClosing):
             cur = await conn.execute("SELECT run_id FROM polyloop_runs")
             rows = await cur.fetchall()
         return sorted(str(row[0]) for row in rows)
+
+    async def query_runs(self, query: RunQuery) -> list[RunSummary]:
+        """The run index's rows ``query`` selects (``polyloop.ports.IndexedRunStore``)."""
+        pool = await self._index_pool()
+        async with pool.connection() as conn:
+            return await query_runs(conn, query)
+
+    async def run_stats(self, query: RunQuery) -> RunStats:
+        """The statistics of the rows ``query`` selects (``polyloop.ports.IndexedRunStore``)."""
+        pool = await self._index_pool()
+        async with pool.connection() as conn:
+            return await run_stats(conn, query)
+
+    async def _index_pool(self) -> AsyncConnectionPool[Any]:
+        pool = await self._pool()
+        if not self._indexed:
+            raise IndexNotBuilt(
+                f"PostgresStore({self._where}): the store was written by an earlier polyloop "
+                "and its run index is not built yet"
+            )
+        return pool
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -364,6 +421,7 @@ class PostgresStore(AsyncClosing):
         except psycopg.OperationalError as exc:
             exc.add_note(f"PostgresStore could not connect to {self._where}")
             raise
+        migrating = False
         async with conn, conn.transaction():
             await conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))",
@@ -386,21 +444,33 @@ class PostgresStore(AsyncClosing):
                     raise StoreCorrupted(
                         f"PostgresStore({self._where}): polyloop_schema has no 'store' version"
                     )
-                self._check_version(str(version_row[0]))
+                version = str(version_row[0])
+                self._check_version(version)
                 if has_runs and has_records:
-                    return
+                    if _has_index(version):
+                        return
+                    if not self._migrate:
+                        self._indexed = False
+                        return
+                    for statement in INDEX_COLUMNS:
+                        await conn.execute(statement)
+                    migrating = True
             elif has_runs or has_records:
                 raise StoreCorrupted(
                     f"PostgresStore({self._where}): tables polyloop_runs/polyloop_records exist "
                     "without polyloop_schema; they are not a polyloop store (left untouched)"
                 )
-            for statement in _SCHEMA:
-                await conn.execute(statement)
-            await conn.execute(
-                "INSERT INTO polyloop_schema (component, version) VALUES ('store', %s) "
-                "ON CONFLICT (component) DO NOTHING",
-                (STORE_SCHEMA_VERSION,),
-            )
+            if not migrating:
+                for statement in (*_SCHEMA, *INDEX_COLUMNS):
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO polyloop_schema (component, version) VALUES ('store', %s) "
+                    "ON CONFLICT (component) DO NOTHING",
+                    (STORE_SCHEMA_VERSION,),
+                )
+        if migrating:  # outside the schema lock: a chunk of runs per transaction
+            async with await psycopg.AsyncConnection.connect(self._dsn, autocommit=True) as work:
+                await build_index(work, f"PostgresStore({self._where})")
 
     def _check_version(self, version: str) -> None:
         if version.split(".", 1)[0] != _SUPPORTED_MAJOR:

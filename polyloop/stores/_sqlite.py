@@ -43,8 +43,17 @@ from typing import Any
 
 from polyloop._closing import AsyncClosing
 from polyloop._run_id import validate_run_id
+from polyloop._run_index import RunQuery, RunStats, RunSummary
 from polyloop.errors import RunConflict, SchemaVersionError, StoreCorrupted
 from polyloop.stores._rules import check_append_many, check_batch, check_record, decode_log
+from polyloop.stores._sqlite_index import (
+    INDEX_TABLES,
+    build_index,
+    index_batch,
+    index_complete,
+    query_runs,
+    run_stats,
+)
 from polyloop.types import Record, RunFinished, RunLog, RunStarted
 
 __all__ = ["STORE_SCHEMA_MAJOR", "STORE_SCHEMA_MINOR", "SQLiteStore"]
@@ -54,7 +63,9 @@ _log = logging.getLogger("polyloop")
 # The layout of the tables below. A reader refuses an unknown major (a newer polyloop changed
 # the layout incompatibly); a newer minor only adds things an older reader may ignore.
 STORE_SCHEMA_MAJOR = 1
-STORE_SCHEMA_MINOR = 0
+# Minor 1: the run index (polyloop/stores/_sqlite_index.py); a 1.0 store gets it built by the
+# first writing open.
+STORE_SCHEMA_MINOR = 1
 
 _SCHEMA = (
     "CREATE TABLE polyloop_schema (major INTEGER NOT NULL, minor INTEGER NOT NULL)",
@@ -69,6 +80,7 @@ _SCHEMA = (
     " body TEXT NOT NULL,"
     " PRIMARY KEY (run_id, sequence)"
     ") WITHOUT ROWID",
+    *INDEX_TABLES,
 )
 _RECORD_COLUMNS = {"run_id", "sequence", "kind", "body"}
 _INSERT = "INSERT INTO polyloop_records (run_id, sequence, kind, body) VALUES (?, ?, ?, ?)"
@@ -189,6 +201,20 @@ class SQLiteStore(AsyncClosing):
         run_ids: list[str] = await self._in_worker(self._run_ids)
         return run_ids
 
+    async def query_runs(self, query: RunQuery) -> list[RunSummary]:
+        """The run index's rows ``query`` selects (``polyloop.ports.IndexedRunStore``)."""
+        rows: list[RunSummary] = await self._in_worker(
+            self._with_connection, lambda conn: query_runs(conn, query)
+        )
+        return rows
+
+    async def run_stats(self, query: RunQuery) -> RunStats:
+        """The statistics of the rows ``query`` selects (``polyloop.ports.IndexedRunStore``)."""
+        stats: RunStats = await self._in_worker(
+            self._with_connection, lambda conn: run_stats(conn, query)
+        )
+        return stats
+
     async def aclose(self) -> None:
         """Close the connection. The store may be used again afterwards (it reopens)."""
         with self._worker_lock:
@@ -294,6 +320,7 @@ class SQLiteStore(AsyncClosing):
                 raise RunConflict(
                     f"run {run_id!r}: a record at sequence {sequence} already exists"
                 ) from None
+            index_batch(conn, run_id, batch)
             conn.execute("COMMIT")
         except BaseException:
             self._lengths.pop(run_id, None)
@@ -413,6 +440,8 @@ class SQLiteStore(AsyncClosing):
         try:
             if not fresh and self._validate(conn) == "ours":
                 _set_durability(conn)
+                if not index_complete(conn):  # written by a polyloop without the run index
+                    build_index(conn, str(self._path))
                 return
             # A missing or empty file, or an SQLite database with no schema at all. The page
             # size must be set before the file's first page is written (a no-op on a database

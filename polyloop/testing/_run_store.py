@@ -23,6 +23,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from polyloop._run_index import RunQuery
 from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
 from polyloop.ports import BatchRunStore, RunStore
 from polyloop.testing import strategies as pst
@@ -38,6 +39,13 @@ from polyloop.testing._base import (
 )
 from polyloop.testing._crash_writer import FactoryError, load_factory
 from polyloop.testing._durability import CrashFindings, crash_findings, reopen_problems
+from polyloop.testing._index_probe import (
+    append_call,
+    index_or_skip,
+    probe_calls,
+    row_problems,
+    the_row,
+)
 from polyloop.testing._inline_commit import calls, inline_or_skip, read, same_log
 from polyloop.testing._run_ids import fresh_run_id, fresh_run_ids, unique_run_id
 from polyloop.testing._sample_records import finished as _finished
@@ -697,6 +705,57 @@ class RunStoreContract(ContractBase):
                     f"after the commit ending at sequence {sequence - 1}, the run committed "
                     "through commit_now against the run committed through append_many",
                 )
+
+    async def test_index_agrees_with_log(self, run_store: RunStore) -> None:
+        """After ``RunFinished`` is appended, the run's row in the store's run index agrees
+        with its log: stop reason, steps, executed actions, usage, batch, task id and labels.
+
+        Thousands of runs are listed and tallied from the index alone (``polyloop runs``,
+        ``polyloop stats``): a row that forgets a stop reason, counts steps wrongly or was
+        updated by a batch the append rules refused misreports a whole experiment while every
+        log is right. Checked when the store offers the index
+        (``polyloop.ports.IndexedRunStore``): a run of every step path is appended as the loop
+        commits it, a batch ending the run is refused (stale ``sequence``) and the row must
+        still agree; then the real finish, after which the row — found by its batch, and by
+        its labels and stop reason — and ``run_stats`` of its batch agree with the log.
+        """
+        _check_store(run_store)
+        index = index_or_skip(run_store)
+        run_id = fresh_run_id()
+        calls, refused, finish = probe_calls(run_id)
+        sequence = 0
+        for batch in calls:
+            await append_call(run_store, run_id, batch, sequence)
+            sequence += len(batch)
+        start = calls[0][0]
+        assert isinstance(start, RunStarted)
+        by_batch = RunQuery(batch=start.batch)
+        for attempt in (refused, refused[-1:]):
+            with pytest.raises(RunConflict):  # the rules refuse it; the index must ignore it
+                await append_call(run_store, run_id, attempt, sequence - 1)
+        problems = row_problems(
+            await the_row(index, run_id, by_batch),
+            await _read(run_store, run_id),
+            run_id,
+            "after a refused batch ending the run",
+        )
+        await append_call(run_store, run_id, [finish], sequence)
+        log = await _read(run_store, run_id)
+        narrow = RunQuery(
+            batch=start.batch, labels=start.labels, stop_reasons=(finish.stop_reason.value,)
+        )
+        for query, found in ((by_batch, "its batch"), (narrow, "batch, labels, stop reason")):
+            problems += row_problems(
+                await the_row(index, run_id, query), log, run_id, f"found by {found}"
+            )
+        stats = await index.run_stats(by_batch)
+        row = await the_row(index, run_id, by_batch)
+        tally = (stats.runs, stats.running, stats.stop_reasons)
+        if tally != (1, 0, {finish.stop_reason.value: 1}):
+            problems.append(f"run_stats of its batch: (runs, running, stop_reasons) = {tally}")
+        if row is not None and stats.usage != row.usage:
+            problems.append(f"run_stats usage {stats.usage!r}, its row's {row.usage!r}")
+        assert not problems, "\n".join(problems)
 
     async def test_atomic_append(self, run_store: RunStore, store_samples: object) -> None:
         """A crash during ``append`` leaves the record wholly present or wholly absent, and a

@@ -121,6 +121,40 @@ def test_the_conformance_times_benchmark_times_each_implementation_alone() -> No
     assert re.search(r"^target: each under 10 s: slowest \d+\.\d s, (met|NOT met)$", out, re.M), out
 
 
+def test_the_run_index_benchmark_prints_each_command_and_its_target(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "run_index.py"),
+            "--dir",
+            str(tmp_path),
+            "--sizes",
+            "20",
+            "200",
+            "--rounds",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
+
+    for command in ("runs --limit 20", "stats"):
+        for size in ("20", "200"):
+            assert re.search(rf"^{command}\s+{size}\s+\d+\.\d{{3}}\s+\d+\.\d{{4}}$", out, re.M), (
+                command,
+                out,
+            )
+        assert re.search(
+            rf"^target: {command} <= 1 s at 200 runs and <= 2x its time at 20: "
+            r"\d+\.\d{3} s, \d+\.\d\dx, (met|NOT met)$",
+            out,
+            flags=re.M,
+        ), out
+    assert "fixture: 200 runs written" in out
+
+
 def test_the_instrumentation_benchmark_prints_each_contender_against_none() -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "instrumentation_cost.py"), "--steps", "5",

@@ -42,6 +42,7 @@ from polyloop import (
     ParsedReply,
     Record,
     RunLog,
+    RunQuery,
     RunResult,
     StepCompleted,
     StepRecord,
@@ -49,8 +50,9 @@ from polyloop import (
     Tool,
     ToolRegistry,
 )
+from polyloop._run_index import summarize_log
 from polyloop.models import ScriptedModel
-from polyloop.ports import ModelClient, RunStore
+from polyloop.ports import IndexedRunStore, ModelClient, RunStore
 from polyloop.stores import SQLiteStore, open_store
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -514,10 +516,16 @@ async def check_load_runs(url: str, prefix: str, results: Sequence[dict[str, Any
         listed = await store.run_ids()
         assert len(listed) == len(set(listed)), "run_ids() lists a run twice"
         assert sorted(listed) == expected_ids
+        # The run index, written by every process in each commit, agrees with every log.
+        assert isinstance(store, IndexedRunStore)
+        rows = {row.run_id: row for row in await store.query_runs(RunQuery())}
+        stats = await store.run_stats(RunQuery())
+        assert (stats.runs, stats.stop_reasons) == (len(results), {"agent_finished": len(results)})
         for result in results:
             run_id = result["run_id"]
             script = load_script(int(run_id.removeprefix(f"{prefix}-")))
             log = await store.read_log(run_id)
+            assert rows[run_id] == summarize_log(run_id, log), f"{run_id}: index row"
             kinds = [record.kind for record in log.records]
             assert kinds == script.kinds(), f"{run_id}: records {kinds}"
             assert [step_data(c.step) for c in log.steps] == result["steps"], run_id

@@ -28,7 +28,9 @@ from typing import IO, Any
 import pytest
 
 import polyloop
+from polyloop._run_index import summarize_log
 from polyloop.models import ScriptedModel
+from polyloop.ports import IndexedRunStore
 from polyloop.stores import MemoryStore
 from tests.integration._scenario import (
     CHILD_TIMEOUT_S,
@@ -159,6 +161,13 @@ async def read_log(url: str, run_id: str) -> polyloop.RunLog:
         return await store.read_log(run_id)
 
 
+async def index_row(url: str, run_id: str) -> polyloop.RunSummary | None:
+    async with opened(url) as store:
+        assert isinstance(store, IndexedRunStore)
+        rows = await store.query_runs(polyloop.RunQuery())
+        return next((row for row in rows if row.run_id == run_id), None)
+
+
 @pytest.fixture
 def resumers() -> Iterator[list[Resumer]]:
     """Resumer children started by a test; any still alive at the end is killed."""
@@ -211,4 +220,6 @@ def test_two_processes_resuming_one_run_one_gets_run_conflict_and_nothing_runs_t
     assert dict(intents) == interruption.action_intents
     assert sum(isinstance(record, polyloop.RunFinished) for record in log.records) == 1
     assert [json.loads(r.to_json()) for r in log.records] == report["log"]
+    # The loser's refused commit left the run index as the winner's commits made it.
+    assert asyncio.run(index_row(store_url, run_id)) == summarize_log(run_id, log)
     assert Counter(read_journal(journal)) == interruption.journal

@@ -521,7 +521,7 @@ async def test_concurrent_first_use_on_an_empty_database_creates_the_schema_once
 
     assert lists == [[]] * 6
     assert admin.execute("SELECT component, version FROM polyloop_schema").fetchall() == [
-        ("store", "1.0")
+        ("store", "1.1")  # 1.1: with the run index
     ]
 
 

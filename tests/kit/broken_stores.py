@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import sqlite3
 import threading
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from polyloop import (
+    ModelCallIntent,
     Record,
     RunAlreadyExists,
     RunAlreadyFinished,
@@ -422,3 +424,43 @@ class BatchDeduplicated(MemoryStore):
                 seen.add(row[2])
                 kept.append(row)
         log[sequence:] = [(sequence + n, kind, body) for n, (_, kind, body) in enumerate(kept)]
+
+
+# Issue 22: the run index (run_store.index_agrees_with_log), each beside MemoryStore.
+
+
+class IndexForgetsStopReason(MemoryStore):
+    """Indexes a finish's time and counts but not its stop reason (a column the UPDATE misses):
+    every finished run stays ``running`` in ``polyloop stats``."""
+
+    def _index_batch(self, run_id: str, batch: Sequence[Record]) -> None:
+        super()._index_batch(run_id, batch)
+        self._index[run_id] = dataclasses.replace(self._index[run_id], stop_reason=None)
+
+
+class IndexCountsIntentsAsSteps(MemoryStore):
+    """Counts a step at each model-call intent instead of at ``StepCompleted`` (the same on a
+    log without retries, until a step's records arrive in separate commits)."""
+
+    def _index_batch(self, run_id: str, batch: Sequence[Record]) -> None:
+        before = self._index.get(run_id)
+        super()._index_batch(run_id, batch)
+        steps = (0 if before is None else before.steps) + sum(
+            isinstance(record, ModelCallIntent) for record in batch
+        )
+        self._index[run_id] = dataclasses.replace(self._index[run_id], steps=steps)
+
+
+class IndexedBeforeTheFence(MemoryStore):
+    """Updates the index in its own step before the batch is fenced and written (outside the
+    records' transaction): a batch the append rules refuse still changes the row."""
+
+    def _index_batch(self, run_id: str, batch: Sequence[Record]) -> None:
+        """The commit no longer indexes: ``append_many`` did, first."""
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        MemoryStore._index_batch(self, run_id, tuple(records))
+        MemoryStore.commit_now(self, run_id, records, sequence=sequence)  # fenced, written
+
+    def commit_now(self, run_id: str, records: Sequence[Record], *, sequence: int) -> bool:
+        return False  # the loop then awaits append_many, which indexes first

@@ -69,6 +69,7 @@ SPEC_CATALOGUE = {
     "run_store.finished_run_rejects_records": "checked",
     "run_store.rejects_out_of_order_sequence": "checked",
     "run_store.lists_its_runs": "checked",
+    "run_store.index_agrees_with_log": "checked",
     "run_store.atomic_append": "checked",  # with its opt-in sample
     "run_store.prefix_durability": "checked",  # with its opt-in sample
 }

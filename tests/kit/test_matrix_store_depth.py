@@ -12,6 +12,8 @@ written, with one bug, and a twin without that bug that must stay clean:
 * batches in any order the rules accept — ``BatchGroupedByKind`` and ``BatchDeduplicated``
   (twin ``MemoryStore``) — and a kill inside ``append_many``: ``BatchOneRecordAtATime`` (twin
   ``LineFileStore``);
+* the run index (issue 22) — ``IndexForgetsStopReason``, ``IndexCountsIntentsAsSteps`` and
+  ``IndexedBeforeTheFence`` (twin ``MemoryStore``), each caught by ``index_agrees_with_log``;
 * kills inside a write — ``ChunkedReadsEveryLine`` and ``ChunkedSkipsTornLines`` (twin
   ``ChunkedLineFileStore``).
 """
@@ -58,6 +60,7 @@ IN_PROCESS = (
             "concurrent_appends_to_distinct_runs": _SHARED_RUN_IDS,
             "start_is_exclusive": "RunAlreadyExists",
             "behaves_like_the_reference_store": "reference store",
+            "index_agrees_with_log": "query_runs does not list run",
         },
     ),
     _s(
@@ -69,6 +72,7 @@ IN_PROCESS = (
             "concurrent_appends_to_distinct_runs": _SHARED_RUN_IDS,
             "start_is_exclusive": "RunAlreadyExists",
             "behaves_like_the_reference_store": "reference store",
+            "index_agrees_with_log": "query_runs does not list run",
         },
         "round_trips_every_record_kind",
     ),
@@ -81,6 +85,24 @@ IN_PROCESS = (
         "BatchDeduplicated",
         False,
         {"batches_and_single_appends_interleave_in_order": "RunConflict|calls of"},
+    ),
+    _s(
+        "IndexForgetsStopReason",
+        False,
+        {"index_agrees_with_log": "stop_reason is None, its log says 'step_budget'"},
+    ),
+    _s(
+        "IndexCountsIntentsAsSteps",
+        False,
+        {"index_agrees_with_log": "steps is 6, its log says 5"},
+    ),
+    _s(
+        "IndexedBeforeTheFence",
+        False,
+        {
+            "index_agrees_with_log": "after a refused batch ending the run: stop_reason is "
+            "'step_budget', its log says None"
+        },
     ),
 )
 
@@ -197,6 +219,10 @@ def _judge(
                 continue  # a store without batches: not applicable, as the suite says
             elif outcome == "skipped" and "inline_commit" in name and "no commit_now" in text:
                 continue  # a store the loop awaits: not applicable, as the suite says
+            elif (
+                outcome == "skipped" and name == "index_agrees_with_log" and "no run index" in text
+            ):
+                continue  # a store without the run index: not applicable, as the suite says
             elif outcome != "passed" and not (outcome == "failed" and name in store.may_break):
                 problems.append(f"{store.impl} {name}: {outcome}\n{text[-1500:]}")
     return problems
@@ -243,6 +269,11 @@ CLASSES: dict[str, dict[str, str]] = {
         "BatchGroupedByKind": "MemoryStore",
         "BatchDeduplicated": "MemoryStore",
         "BatchOneRecordAtATime": "LineFileStore",
+    },
+    "issue 22 run index": {
+        "IndexForgetsStopReason": "MemoryStore",
+        "IndexCountsIntentsAsSteps": "MemoryStore",
+        "IndexedBeforeTheFence": "MemoryStore",
     },
     "10 kills inside a write": {
         "ChunkedReadsEveryLine": "ChunkedLineFileStore",

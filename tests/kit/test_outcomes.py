@@ -90,8 +90,9 @@ def test_a_plain_run_shows_each_unverifiable_promise_as_a_three_part_skip_reason
     )
     result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-rs")
     # The two crash promises (no factory) and power-loss durability (never checkable here);
-    # MemoryStore offers commit_now, so the three inline-commit promises are checked.
-    result.assert_outcomes(passed=16, skipped=3)
+    # MemoryStore offers commit_now, so the three inline-commit promises are checked, and the
+    # run index, so its promise is too.
+    result.assert_outcomes(passed=17, skipped=3)
     skip_lines = [line for line in result.outlines if line.startswith("SKIPPED")]
     assert len(skip_lines) == 3
     for line in skip_lines:
@@ -188,7 +189,7 @@ def test_suites_run_in_strict_mode_with_no_configuration_and_honour_loop_scope(
     )
     # Skipped: the store's three crash and power-loss promises (no StoreSamples) and the parser's
     # cross-process promise (no factory in its samples).
-    result.assert_outcomes(passed=16 + 7, skipped=3 + 1)
+    result.assert_outcomes(passed=17 + 7, skipped=3 + 1)
     text = result.stdout.str()
     assert "not an async function" not in text
     assert "not natively supported" not in text

@@ -183,7 +183,7 @@ def test_runs_where_no_store_exists_refuses_and_creates_nothing(
     status = main(["runs"])
 
     line = one_line_error(capsys.readouterr().err)
-    assert status == 1
+    assert status == 2
     assert f"no store at {in_tmp / 'polyloop.db'}" in line
     assert os.listdir(in_tmp) == []
 
@@ -230,7 +230,7 @@ def test_a_corrupted_store_refuses_and_is_left_untouched(
 
     status = main(["runs"])
 
-    assert status == 1
+    assert status == 2
     assert str(garbage) in one_line_error(capsys.readouterr().err)
     assert hashlib.sha256(garbage.read_bytes()).hexdigest() == before
 
@@ -272,7 +272,7 @@ def test_python_dash_m_refuses_a_missing_store_in_one_line(in_tmp: Path) -> None
         timeout=60,
     )
 
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stdout == ""
     assert "no store at" in one_line_error(done.stderr)
     assert not (in_tmp / "missing.db").exists()

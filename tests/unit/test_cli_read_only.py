@@ -76,10 +76,14 @@ def _snapshot(root: Path) -> dict[str, tuple[bytes | None, int]]:
     return found
 
 
-@pytest.mark.parametrize("command", [["runs"], ["show", "r"]], ids=["runs", "show"])
+@pytest.mark.parametrize(
+    "command",
+    [["runs"], ["show", "r"], ["stats"], ["export"], ["migrate"]],
+    ids=["runs", "show", "stats", "export", "migrate"],
+)
 @pytest.mark.parametrize("form", ["plain", "url"])
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
-def test_a_bad_store_file_is_one_line_exit_1_and_left_byte_identical(
+def test_a_bad_store_file_is_one_line_exit_2_and_left_byte_identical(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -103,7 +107,7 @@ def test_a_bad_store_file_is_one_line_exit_1_and_left_byte_identical(
     status = main([*command, "--store", given])
 
     err = capsys.readouterr().err
-    assert status == 1, err
+    assert status == 2, err  # a store that cannot be opened is bad input
     lines = err.splitlines()
     assert len(lines) == 1, err
     assert lines[0].startswith("polyloop: error: ")
@@ -225,7 +229,9 @@ def test_every_usage_line_names_the_command_and_its_arguments() -> None:
     # line listed -h: each usage now reads as the command is typed.
     expected = {
         (): "usage: polyloop [--store URL] COMMAND ...",
-        ("runs",): "usage: polyloop runs [--store URL]",
+        ("runs",): (
+            "usage: polyloop runs [--store URL] [FILTERS] [--limit N] [--format table|json|csv]"
+        ),
         ("show",): "usage: polyloop show [--store URL] RUN_ID",
         ("demo",): "usage: polyloop demo [--store URL] [--run-id ID]",
         ("report",): (
