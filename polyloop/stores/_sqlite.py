@@ -347,10 +347,14 @@ class SQLiteStore(AsyncClosing):
                     )
                     outcomes.append(None)
                 except Exception as exc:
-                    if not conn.in_transaction:  # SQLite ended the transaction: all of it fails
+                    # SQLite ended the transaction (an I/O error), or the file is damaged: the
+                    # group fails whole. Anything else refused this batch alone.
+                    if not conn.in_transaction or (
+                        isinstance(exc, sqlite3.DatabaseError) and _is_corruption(exc)
+                    ):
                         raise
                     conn.execute(f"ROLLBACK TO {_SAVEPOINT}")  # this batch alone, whole
-                    outcomes.append(self._store_error(exc))
+                    outcomes.append(exc)
                 conn.execute(f"RELEASE {_SAVEPOINT}")
             conn.execute("COMMIT")
         except BaseException:
