@@ -163,7 +163,9 @@ class PostgresStore(AsyncClosing):
     Every append is one transaction: lock the run's row (``SELECT … FOR UPDATE``), read its
     length and whether it is finished, apply the append rules, write — so many writer
     processes are safe, and the ``PRIMARY KEY (run_id, sequence)`` is the final fence. It is
-    durable when it returns (the session forces ``synchronous_commit = on``).
+    durable when it returns (the session forces ``synchronous_commit = on``). Appends made
+    while another of this object's commits is in flight share one transaction, each batch
+    under its own savepoint (group commit, docs/design/0004).
     """
 
     def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10) -> None:

@@ -134,9 +134,11 @@ class SQLiteStore(AsyncClosing):
     only when nothing can make it wait: the connection is open and idle and the write lock
     free at once. Anything else — opening, reading, a lock held by another writer, a disk that
     stalled a commit — runs on the worker, so the event loop never waits on a lock, and waits
-    on the disk only for the fsync of a commit it asked for. Nothing loop-bound is made here, so
-    a store may be used from successive event loops; ``aclose()`` releases the connection and
-    the thread.
+    on the disk only for the fsync of a commit it asked for. Commits of several runs made at
+    the same moment wait for the worker's next group commit: one transaction and one fsync for
+    all of them, each batch still all or nothing (docs/design/0004). Nothing loop-bound is made
+    here, so a store may be used from successive event loops; ``aclose()`` releases the
+    connection and the thread.
     """
 
     def __init__(
