@@ -469,6 +469,32 @@ async def test_a_failing_commit_fails_every_waiter_and_writes_nothing(harness: H
     assert await records_of(harness, "g-a") == [started("g-a"), *intents(1, 2)]
 
 
+async def test_batches_of_one_run_in_one_group_are_fenced_against_each_other(
+    harness: Harness,
+) -> None:
+    await start_runs(harness, ["g-one", "g-other"])
+
+    outcomes = await harness.together(
+        [
+            append(harness, "g-one", intents(1, 2), 1),
+            append(harness, "g-one", intents(3, 2), 3),  # follows the first, in the same group
+            append(harness, "g-one", intents(1, 2, tag=9), 1),  # the first's place: taken
+            append(harness, "g-other", intents(1, 1), 1),
+        ]
+    )
+
+    assert outcomes[:2] == [None, None]
+    assert isinstance(outcomes[2], RunConflict), outcomes[2]
+    assert outcomes[3] is None
+    expected = [started("g-one"), *intents(1, 2), *intents(3, 2)]
+    assert await records_of(harness, "g-one") == expected
+    assert await harness.transactions() == 1
+    # What the store remembers of the log's end after the group is right: the next append fits.
+    await harness.store.append_many("g-one", intents(5, 1), sequence=5)
+    with pytest.raises(RunConflict):
+        await harness.store.append_many("g-one", intents(5, 1), sequence=5)
+
+
 # --------------------------------------------------------------------------- cancellation
 
 
