@@ -6,10 +6,10 @@ The workload: ``--runs`` short runs (a scripted model that asks for two actions 
 an executor that returns a short observation at once), each a fresh run on one fresh
 ``SQLiteStore`` (WAL, ``synchronous=FULL``: durable when a commit returns), driven by
 ``asyncio.gather`` over ``polyloop.run`` with an ``asyncio.Semaphore`` of each ``--concurrency``
-— the same scheduling as a batch runner's bounded concurrency. Each run makes four commits, so
-at concurrency 1 a run costs four fsyncs plus the loop's own work; at 64, the runs' commits
-meet and the store commits the waiting ones together, one fsync for the group
-(docs/design/0004-group-commit.md).
+— the same scheduling as a batch runner's bounded concurrency (``run_many`` schedules its runs
+this way). Each run makes six commits, so at concurrency 1 a run costs six fsyncs plus the
+loop's own work; at 64, the runs' commits meet and the store commits the waiting ones together,
+one fsync for the group (docs/design/0004-group-commit.md).
 
 Printed: runs per second at each concurrency (the median over the rounds, which alternate the
 concurrencies so that disk drift hits all alike), the ratio of the highest to the lowest (the
