@@ -286,10 +286,13 @@ class SQLiteStore(AsyncClosing):
         waiter = _Waiter(loop, loop.create_future(), run_id, batch, sequence, rows)
         self._note(run_id, batch, time.perf_counter())
         worker = self._current_worker()
+        if self._group_pid != os.getpid():
+            # Inherited through fork(): the parent's waiters are not ours, and its lock may have
+            # been held by the parent's worker at the fork.
+            self._group_lock = threading.Lock()
+            self._waiting, self._group_queued = [], False
+            self._group_pid = os.getpid()
         with self._group_lock:
-            if self._group_pid != os.getpid():  # inherited through fork(): not ours
-                self._waiting, self._group_queued = [], False
-                self._group_pid = os.getpid()
             self._waiting.append(waiter)
             start, self._group_queued = not self._group_queued, True
         while start and not worker.submit(self._commit_waiting, worker):

@@ -8,7 +8,12 @@ another, stay inline (``test_sqlite_inline_commits.py``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import signal
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -87,3 +92,46 @@ async def test_another_runs_commit_outside_the_window_does_not_group(
         assert store.commit_now("b", (intent(step),), sequence=step) is True
 
     assert trace.threads == [threading.current_thread().name] * 4
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only")
+async def test_a_child_forked_while_a_group_waits_commits_on_its_own(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_module, "_GROUP_WINDOW_S", 3600.0)
+    await store.append("p1", started("p1"), sequence=0)
+    await store.append("p2", started("p2"), sequence=0)
+    release, holding = threading.Event(), threading.Event()
+
+    def hold() -> None:  # the worker is busy (the connection itself is free)
+        holding.set()
+        release.wait(60)
+
+    held = asyncio.ensure_future(store._in_worker(hold))
+    assert await asyncio.to_thread(holding.wait, 60)
+    waiting = asyncio.ensure_future(store.append_many("p1", (intent(1),), sequence=1))
+    await asyncio.sleep(0)  # p1's batch waits for a group, queued behind the held worker
+
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's waiter, group and worker are not its own
+        code = 1
+        try:
+            asyncio.run(store.append("child", started("child"), sequence=0))
+            code = 0
+        finally:
+            os._exit(code)
+    try:
+        deadline = time.monotonic() + 60
+        while (done := await asyncio.to_thread(os.waitpid, pid, os.WNOHANG))[0] == 0:
+            assert time.monotonic() < deadline, "the forked child never committed"
+            await asyncio.sleep(0.01)
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)  # only if it hung: it was reaped above otherwise
+            await asyncio.to_thread(os.waitpid, pid, 0)
+    release.set()
+    await asyncio.gather(held, waiting)
+
+    assert os.waitstatus_to_exitcode(done[1]) == 0
+    assert len((await store.read_log("child")).records) == 1
+    assert len((await store.read_log("p1")).records) == 2
