@@ -241,8 +241,10 @@ class PostgresHarness:
             "BEGIN INSERT INTO written_by VALUES (NEW.run_id, NEW.sequence, txid_current()); "
             "RETURN NULL; END $$"
         )
+        # Dropped first, not CREATE OR REPLACE TRIGGER: that needs PostgreSQL 14.
+        await self.query("DROP TRIGGER IF EXISTS note_txid ON polyloop_records")
         await self.query(
-            "CREATE OR REPLACE TRIGGER note_txid AFTER INSERT ON polyloop_records "
+            "CREATE TRIGGER note_txid AFTER INSERT ON polyloop_records "
             "FOR EACH ROW EXECUTE FUNCTION note_txid()"
         )
 
