@@ -664,3 +664,33 @@ async def test_many_concurrent_runs_share_commits_and_each_log_is_whole(harness:
     # action step [reply, action intent] and [step, intent], and [reply, RunFinished].
     batches = 48 * 6
     assert await harness.transactions() < batches // 2, await harness.transactions()
+
+
+@pytest.mark.postgres
+async def test_appends_one_after_another_on_postgres_commit_alone_in_the_callers_task(
+    postgres_database_dsn: str,
+) -> None:
+    harness = PostgresHarness(postgres_database_dsn, "a")
+    await harness.start()
+    try:
+        await start_runs(harness, ["alone"])
+        loop = asyncio.get_running_loop()
+        made: list[str] = []
+
+        def factory(
+            loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], **kwargs: Any
+        ) -> asyncio.Task[Any]:
+            made.append(getattr(coro, "__qualname__", "?"))
+            return asyncio.Task(coro, loop=loop, **kwargs)
+
+        loop.set_task_factory(factory)  # type: ignore[arg-type]
+        try:
+            for step in (1, 2, 3):
+                await harness.store.append_many("alone", intents(step, 1), sequence=step)
+        finally:
+            loop.set_task_factory(None)
+
+        assert made == []  # no group task: each append was its own transaction, as before
+        assert await harness.transactions() == 3
+    finally:
+        await harness.close()
