@@ -9,6 +9,12 @@ Tables (created on first use, see ``_SCHEMA``): ``polyloop_schema`` (the store s
 the row every append locks) and ``polyloop_records`` (one row per record,
 ``PRIMARY KEY (run_id, sequence)``: the hard fence that holds even against a writer that skips
 the row lock).
+
+Group commit (``docs/design/0005-group-commit.md``): an append made while another of this store
+object's commits is in flight waits for the next group, which one task commits in one
+transaction (one WAL flush): each batch under a savepoint of its own (a refused batch is rolled
+back alone), the batches in run-id order so that two groups never lock rows in opposite orders.
+An append with nothing in flight commits alone, in the caller's task, as before.
 """
 
 from __future__ import annotations
@@ -141,6 +147,22 @@ class _LoopBinding:
     opening: asyncio.Lock = field(default_factory=asyncio.Lock)
     pool: AsyncConnectionPool[Any] | None = None
     guardian: asyncio.Task[None] | None = None
+    # Group commit: commits in flight (alone or a group), the batches waiting for the next
+    # group, and the task that commits the groups while any are waiting.
+    committing: int = 0
+    waiting: list[_Waiter] = field(default_factory=list)
+    grouper: asyncio.Task[None] | None = None
+
+
+@dataclass(slots=True, eq=False)
+class _Waiter:
+    """A batch waiting for the next group commit, and the future its append awaits."""
+
+    run_id: str
+    batch: tuple[Record, ...]
+    sequence: int
+    rows: list[tuple[str, int, str, str]]
+    future: asyncio.Future[None]
 
 
 class PostgresStore(AsyncClosing):
@@ -163,7 +185,9 @@ class PostgresStore(AsyncClosing):
     Every append is one transaction: lock the run's row (``SELECT … FOR UPDATE``), read its
     length and whether it is finished, apply the append rules, write — so many writer
     processes are safe, and the ``PRIMARY KEY (run_id, sequence)`` is the final fence. It is
-    durable when it returns (the session forces ``synchronous_commit = on``).
+    durable when it returns (the session forces ``synchronous_commit = on``). Appends made
+    while another of this object's commits is in flight share one transaction, each batch
+    under its own savepoint (group commit, docs/design/0005).
     """
 
     def __init__(
@@ -208,7 +232,10 @@ class PostgresStore(AsyncClosing):
         """Append ``records`` at ``sequence``, ``sequence + 1``, … in one transaction.
 
         All or nothing: the append rules apply to each record in order under the run's row
-        lock, and the first violation is raised with nothing written.
+        lock, and the first violation is raised with nothing written. With nothing else of this
+        store committing, the transaction is this batch's own, in the caller's task; otherwise
+        the batch waits for the next group commit (docs/design/0005): one transaction for every
+        batch then waiting, each still all or nothing and fenced, and durable when this returns.
         """
         batch = check_batch(run_id, records, sequence)
         rows = [(run_id, sequence + n, r.kind, r.to_json()) for n, r in enumerate(batch)]
@@ -219,56 +246,156 @@ class PostgresStore(AsyncClosing):
                     f"PostgresStore({self._where}): opened with migrate=False on a store "
                     "without its run index; appending would leave the index behind"
                 )
+        pool = await self._pool()
+        binding = self._binding
+        assert binding is not None  # _pool() bound this loop
+        if not binding.committing and not binding.waiting:
+            binding.committing += 1
+            try:
+                await self._commit_alone(pool, run_id, batch, sequence, rows)
+            finally:
+                binding.committing -= 1
+            return
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(run_id, batch, sequence, rows, loop.create_future())
+        binding.waiting.append(waiter)
+        if binding.grouper is None:
+            binding.grouper = loop.create_task(
+                self._commit_groups(binding, pool), name="polyloop-group-commit"
+            )
+        # Cancelled while waiting, the batch is dropped (nothing written); once its group has
+        # begun, the group commits it whole whatever happens to this await.
+        await waiter.future
+
+    async def _commit_alone(
+        self,
+        pool: AsyncConnectionPool[Any],
+        run_id: str,
+        batch: tuple[Record, ...],
+        sequence: int,
+        rows: list[tuple[str, int, str, str]],
+    ) -> None:
+        import psycopg
+
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                await self._write_batch(conn, run_id, batch, sequence, rows)
+        except psycopg.errors.UniqueViolation:
+            raise _refusal(run_id, batch, sequence) from None
+
+    async def _commit_groups(self, binding: _LoopBinding, pool: AsyncConnectionPool[Any]) -> None:
+        """Commit the waiting batches, a group at a time, while any are waiting; hand each
+        waiter its outcome once its group's ``COMMIT`` returned."""
+        try:
+            while binding.waiting:
+                # A waiter cancelled before its group began gave up: nothing of it is written.
+                group = [waiter for waiter in binding.waiting if not waiter.future.done()]
+                binding.waiting = []
+                if not group:
+                    continue
+                binding.committing += 1
+                try:
+                    outcomes = await self._commit_group(pool, group)
+                except asyncio.CancelledError:  # the loop is shutting down: nobody is told "done"
+                    for waiter in group:
+                        waiter.future.cancel()
+                    raise
+                except Exception as exc:  # the shared transaction: nothing of it is written
+                    outcomes = [exc] * len(group)
+                finally:
+                    binding.committing -= 1
+                for waiter, outcome in zip(group, outcomes, strict=True):
+                    if waiter.future.done():  # cancelled meanwhile: committed all the same
+                        continue
+                    if outcome is None:
+                        waiter.future.set_result(None)
+                    else:
+                        waiter.future.set_exception(outcome)
+        finally:
+            binding.grouper = None
+            for waiter in binding.waiting:  # only if cancelled: nothing of theirs was written
+                waiter.future.cancel()
+            binding.waiting = []
+
+    async def _commit_group(
+        self, pool: AsyncConnectionPool[Any], group: list[_Waiter]
+    ) -> list[BaseException | None]:
+        """One transaction for every batch of ``group``, each under its own savepoint: each
+        batch's outcome, ``None`` (committed) or the error that refused it alone. An error of the
+        transaction itself (its ``COMMIT``, the connection) is raised: nothing of it is written.
+
+        Batches are written in run-id order: every group takes its row locks in one order, so
+        two groups (two store objects, two processes) can wait for each other but never deadlock.
+        """
+        import psycopg
+        from psycopg.pq import TransactionStatus
+
+        outcomes: list[BaseException | None] = [None] * len(group)
+        order = sorted(range(len(group)), key=lambda n: group[n].run_id)
+        async with pool.connection() as conn, conn.transaction():
+            for n in order:
+                waiter = group[n]
+                try:
+                    async with conn.transaction():  # SAVEPOINT: a refused batch rolls back alone
+                        await self._write_batch(
+                            conn, waiter.run_id, waiter.batch, waiter.sequence, waiter.rows
+                        )
+                except Exception as exc:
+                    if conn.info.transaction_status != TransactionStatus.INTRANS:
+                        raise  # the transaction itself is gone: the whole group fails
+                    if isinstance(exc, psycopg.errors.UniqueViolation):
+                        exc = _refusal(waiter.run_id, waiter.batch, waiter.sequence)
+                    outcomes[n] = exc
+        return outcomes
+
+    async def _write_batch(
+        self,
+        conn: AsyncConnection[Any],
+        run_id: str,
+        batch: tuple[Record, ...],
+        sequence: int,
+        rows: list[tuple[str, int, str, str]],
+    ) -> None:
+        """Fence and insert one run's batch inside an already-open transaction; nothing else.
+
+        The one place a batch meets the tables, whether it commits alone or in a group under a
+        savepoint: what must change with a run's records in the same transaction belongs here.
+        Raises the append rule's error (or the database's, ``UniqueViolation`` for a racing
+        writer) and leaves the rolling back to the caller, which owns the transaction.
+        """
         last = batch[-1]
         finished = isinstance(last, RunFinished)
         # Copied out of the body so runs can be filed by stop reason in plain SQL.
         stop_reason = last.stop_reason.value if isinstance(last, RunFinished) else None
-        import psycopg
-
-        pool = await self._pool()
-        try:
-            async with pool.connection() as conn, conn.transaction():
-                # The row lock serialises appends to one run; READ COMMITTED (forced in
-                # _configure) makes the next statement see the previous append's commit.
-                cur = await conn.execute(
-                    "SELECT length, finished FROM polyloop_runs WHERE run_id = %s FOR UPDATE",
-                    (run_id,),
-                )
-                row = await cur.fetchone()
-                length, was_finished = (0, False) if row is None else (int(row[0]), bool(row[1]))
-                check_append_many(
-                    run_id, batch, sequence=sequence, length=length, finished=was_finished
-                )
-                if row is None:
-                    # No row to lock yet: a racing first append is stopped by the primary key.
-                    await conn.execute(
-                        "INSERT INTO polyloop_runs (run_id, length, finished, stop_reason) "
-                        "VALUES (%s, %s, %s, %s)",
-                        (run_id, len(batch), finished, stop_reason),
-                    )
-                else:
-                    await conn.execute(
-                        "UPDATE polyloop_runs SET length = %s, finished = %s, stop_reason = %s "
-                        "WHERE run_id = %s",
-                        (length + len(batch), finished, stop_reason, run_id),
-                    )
-                async with conn.cursor() as insert:
-                    await insert.executemany(
-                        "INSERT INTO polyloop_records (run_id, sequence, kind, body) "
-                        "VALUES (%s, %s, %s, %s)",
-                        rows,
-                    )
-                await index_batch(conn, run_id, batch)
-        except psycopg.errors.UniqueViolation:
-            # Another writer committed this run's start or this sequence first.
-            if isinstance(batch[0], RunStarted):
-                raise RunAlreadyExists(
-                    f"run {run_id!r} already has a log (a concurrent RunStarted won)"
-                ) from None
-            raise RunConflict(
-                f"run {run_id!r}: sequence {sequence} was written concurrently by another "
-                "process (another process is driving this run)"
-            ) from None
+        # The row lock serialises appends to one run; READ COMMITTED (forced in _configure)
+        # makes the next statement see the previous append's commit.
+        cur = await conn.execute(
+            "SELECT length, finished FROM polyloop_runs WHERE run_id = %s FOR UPDATE",
+            (run_id,),
+        )
+        row = await cur.fetchone()
+        length, was_finished = (0, False) if row is None else (int(row[0]), bool(row[1]))
+        check_append_many(run_id, batch, sequence=sequence, length=length, finished=was_finished)
+        if row is None:
+            # No row to lock yet: a racing first append is stopped by the primary key.
+            await conn.execute(
+                "INSERT INTO polyloop_runs (run_id, length, finished, stop_reason) "
+                "VALUES (%s, %s, %s, %s)",
+                (run_id, len(batch), finished, stop_reason),
+            )
+        else:
+            await conn.execute(
+                "UPDATE polyloop_runs SET length = %s, finished = %s, stop_reason = %s "
+                "WHERE run_id = %s",
+                (length + len(batch), finished, stop_reason, run_id),
+            )
+        async with conn.cursor() as insert:
+            await insert.executemany(
+                "INSERT INTO polyloop_records (run_id, sequence, kind, body) "
+                "VALUES (%s, %s, %s, %s)",
+                rows,
+            )
+        await index_batch(conn, run_id, batch)  # the run index, in the same transaction
 
     async def read_log(self, run_id: str) -> RunLog:
         validate_run_id(run_id)
@@ -493,3 +620,14 @@ class PostgresStore(AsyncClosing):
             if not conn.closed:
                 conn.pgconn.finish()
         self._connections = weakref.WeakSet()
+
+
+def _refusal(run_id: str, batch: tuple[Record, ...], sequence: int) -> Exception:
+    """The error of a batch the primary key refused: another writer committed this run's start
+    or this sequence first."""
+    if isinstance(batch[0], RunStarted):
+        return RunAlreadyExists(f"run {run_id!r} already has a log (a concurrent RunStarted won)")
+    return RunConflict(
+        f"run {run_id!r}: sequence {sequence} was written concurrently by another "
+        "process (another process is driving this run)"
+    )

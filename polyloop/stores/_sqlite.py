@@ -18,6 +18,11 @@ Why it is built this way (the decision record is ``docs/design/0002-sqlite-durab
   (``polyloop.ports.InlineCommitRunStore``: the loop calls it without a task and awaits
   ``append_many`` when it declines). Every 32 commits, the commit's own thread checkpoints
   (``docs/design/0003``).
+* Group commit (``docs/design/0005-group-commit.md``): a commit that meets another run's — one
+  waiting or in flight on the worker, or one another run began less than ``_GROUP_WINDOW_S``
+  ago — waits on the worker with the others, and the worker commits every waiting batch in one
+  ``BEGIN IMMEDIATE`` transaction (one fsync), each batch under a ``SAVEPOINT`` of its own so a
+  refused batch is rolled back alone. A run committing alone keeps the inline path.
 * An existing file is inspected read-only before anything is written, so a file that is not a
   polyloop database is reported (``StoreCorrupted`` naming the path) and left byte-identical.
   A new file's directory is fsynced once it has its tables; if that fails, the store still
@@ -38,6 +43,8 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +115,15 @@ _SLOW_PAUSE_COMMITS = 1000
 # slow-commit measure above. On the worker it cost more: the next commit waited for it anyway,
 # through a thread hand-off (docs/design/0003).
 _CHECKPOINT_EVERY_COMMITS = 32
+# Group commit (docs/design/0005): a commit begun less than this long after another run's joins
+# the group on the worker instead of committing inline. Runs that commit this close together
+# are busy at once: while one commit's fsync blocks the event loop, the others' steps could have
+# run, and their commits could have shared the fsync. A run alone never sees another run's
+# commit, so it always commits inline; a sparse crowd (runs waiting seconds on a model) rarely
+# does, and pays at most a thread hand-off when it does.
+_GROUP_WINDOW_S = 0.005
+# The savepoint each batch of a group commits under; a refused batch is rolled back to it.
+_SAVEPOINT = "polyloop_batch"
 
 # Connections inherited through fork() are never used or closed in the child (closing one
 # there could checkpoint or unlock on the parent's behalf); they are kept here instead.
@@ -130,9 +146,11 @@ class SQLiteStore(AsyncClosing):
     only when nothing can make it wait: the connection is open and idle and the write lock
     free at once. Anything else — opening, reading, a lock held by another writer, a disk that
     stalled a commit — runs on the worker, so the event loop never waits on a lock, and waits
-    on the disk only for the fsync of a commit it asked for. Nothing loop-bound is made here, so
-    a store may be used from successive event loops; ``aclose()`` releases the connection and
-    the thread.
+    on the disk only for the fsync of a commit it asked for. Commits of several runs made at
+    the same moment wait for the worker's next group commit: one transaction and one fsync for
+    all of them, each batch still all or nothing (docs/design/0005). Nothing loop-bound is made
+    here, so a store may be used from successive event loops; ``aclose()`` releases the
+    connection and the thread.
     """
 
     def __init__(
@@ -159,6 +177,16 @@ class SQLiteStore(AsyncClosing):
         # How many more commits go to the worker after a slow inline one (callers' side only;
         # a lost update between two event loops only shifts the pause by one commit).
         self._inline_paused = 0
+        # Group commit (docs/design/0005). The batches waiting for the worker's next group, and
+        # whether a group commit is queued or running on the worker (both under _group_lock;
+        # _group_pid: the process they belong to, reset in a forked child).
+        self._group_lock = threading.Lock()
+        self._waiting: list[_Waiter] = []
+        self._group_queued = False
+        self._group_pid = os.getpid()
+        # The run and start time of the last commit begun (callers' side, like _inline_paused).
+        self._last_run = ""
+        self._last_at = -_GROUP_WINDOW_S
 
     @property
     def path(self) -> Path:
@@ -176,18 +204,23 @@ class SQLiteStore(AsyncClosing):
 
         All or nothing: the append rules apply to each record in order, and the first violation
         is raised with nothing written. One commit, so one WAL fsync. It runs on the calling
-        thread when the connection is open, idle and the write lock free at once; otherwise —
-        another writer holds the lock, the worker is busy, the disk was slow — on the worker.
+        thread when the connection is open, idle and the write lock free at once, and no other
+        run is committing; otherwise — another run's commit is near, another writer holds the
+        lock, the worker is busy, the disk was slow — it waits for the worker's next group
+        commit, which commits every batch then waiting in one transaction (docs/design/0005):
+        still all or nothing per batch, fenced, and durable before this returns.
         """
         batch, rows = _checked_rows(run_id, records, sequence)
-        if not self._append_inline(run_id, batch, sequence, rows):
-            await self._in_worker(self._append, run_id, batch, sequence, rows)
+        if self._contended(run_id) or not self._append_inline(run_id, batch, sequence, rows):
+            await self._join_group(run_id, batch, sequence, rows)
 
     def commit_now(self, run_id: str, records: Sequence[Record], *, sequence: int) -> bool:
         """``append_many`` when it can commit on this thread without waiting; ``False``: nothing
         was done, await ``append_many``. The loop calls it directly, with no task
         (``polyloop.ports.InlineCommitRunStore``, docs/design/0003)."""
         if self._inline_paused:  # append_many counts the pause down, once per commit
+            return False
+        if self._contended(run_id):  # join the others' group commit (append_many)
             return False
         batch, rows = _checked_rows(run_id, records, sequence)
         return self._append_inline(run_id, batch, sequence, rows)
@@ -239,6 +272,9 @@ class SQLiteStore(AsyncClosing):
 
     async def _in_worker(self, call: Callable[..., Any], *args: Any) -> Any:
         """Run ``call(*args)`` on this store's worker thread, from whichever loop is running."""
+        return await self._current_worker().call(call, *args)
+
+    def _current_worker(self) -> _Worker:
         with self._worker_lock:
             if self._worker is None or self._worker.pid != os.getpid():
                 # A worker inherited through fork() has no thread in this process: make one.
@@ -247,18 +283,133 @@ class SQLiteStore(AsyncClosing):
                     self._finalizer.detach()
                 # A store never closed: end its worker too.
                 self._finalizer = weakref.finalize(self, self._worker.stop)
-            worker = self._worker
-        return await worker.call(call, *args)
+            return self._worker
 
-    def _append(self, run_id: str, batch: tuple[Record, ...], sequence: int, rows: _Rows) -> None:
-        """The worker's commit: waits up to ``busy_timeout_s`` for the write lock."""
+    # ------------------------------------------------------------------ group commit
 
-        def write(conn: sqlite3.Connection) -> None:
-            # IMMEDIATE: take the write lock before reading the log (see the module docstring).
-            conn.execute("BEGIN IMMEDIATE")
-            self._commit(conn, run_id, batch, sequence, rows)
+    def _contended(self, run_id: str) -> bool:
+        """Whether this commit should join a group (docs/design/0005): one is waiting or in
+        flight on the worker, or another run began a commit less than ``_GROUP_WINDOW_S`` ago."""
+        if self._group_queued:
+            return True
+        return self._last_run != run_id and time.perf_counter() - self._last_at < _GROUP_WINDOW_S
 
-        self._with_connection(write)
+    def _note(self, run_id: str, batch: tuple[Record, ...], at: float) -> None:
+        """Remember the run whose commit began at ``at``; a run's last commit (``RunFinished``)
+        leaves nothing to meet, so runs one after another never look concurrent."""
+        self._last_run = run_id
+        self._last_at = -_GROUP_WINDOW_S if isinstance(batch[-1], RunFinished) else at
+
+    async def _join_group(
+        self, run_id: str, batch: tuple[Record, ...], sequence: int, rows: _Rows
+    ) -> None:
+        """Wait for the worker's next group commit to commit this batch (or refuse it alone).
+
+        Returns once the group's ``COMMIT`` is durable. Cancelled before its group began, the
+        batch is dropped, nothing written; after, the group commits it whole regardless.
+        """
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(loop, loop.create_future(), run_id, batch, sequence, rows)
+        self._note(run_id, batch, time.perf_counter())
+        worker = self._current_worker()
+        if self._group_pid != os.getpid():
+            # Inherited through fork(): the parent's waiters are not ours, and its lock may have
+            # been held by the parent's worker at the fork.
+            self._group_lock = threading.Lock()
+            self._waiting, self._group_queued = [], False
+            self._group_pid = os.getpid()
+        with self._group_lock:
+            self._waiting.append(waiter)
+            start, self._group_queued = not self._group_queued, True
+        while start and not worker.submit(self._commit_waiting, worker):
+            worker = self._current_worker()  # closed meanwhile (aclose): a new one
+        await waiter.future
+
+    def _commit_waiting(self, worker: _Worker) -> None:
+        """On the worker: commit the waiting batches as one group, hand each waiter its outcome
+        once the ``COMMIT`` is durable, and go on while more are waiting."""
+        while True:
+            with self._group_lock:
+                # A waiter cancelled before its group began gave up: nothing of it is written.
+                group = [waiter for waiter in self._waiting if not waiter.future.cancelled()]
+                self._waiting = []
+            outcomes: list[BaseException | None] = []
+            if group:
+                try:
+                    outcomes = self._with_connection(partial(self._commit_group, group=group))
+                except BaseException as exc:  # the shared transaction: nothing of it is written
+                    outcomes = [exc] * len(group)
+            with self._group_lock:
+                # Cleared before the waiters wake: a run whose commit follows its group's alone
+                # commits inline again.
+                more = bool(self._waiting)
+                self._group_queued = more
+            for waiter, outcome in zip(group, outcomes, strict=True):
+                with contextlib.suppress(RuntimeError):  # that loop has closed
+                    waiter.loop.call_soon_threadsafe(_settle, waiter.future, None, outcome)
+            # Calls queued behind us (a read) go first, then the next group. A stopped worker
+            # takes no more jobs: the groups still waiting are committed here.
+            if not more or (not worker.idle() and worker.submit(self._commit_waiting, worker)):
+                return
+
+    def _commit_group(
+        self, conn: sqlite3.Connection, *, group: list[_Waiter]
+    ) -> list[BaseException | None]:
+        """One transaction for every batch of ``group``, each fenced and inserted under its own
+        savepoint; each batch's outcome: ``None`` (committed) or the error that refused it alone.
+        An error of the transaction itself — its ``COMMIT``, the write lock's busy timeout, the
+        database ending it — is raised: then nothing of the group is written."""
+        if len(group) == 1:  # no savepoint needed: the batch's error is the transaction's
+            (waiter,) = group
+            try:
+                self._begin(conn)
+                self._commit_batch(conn, waiter.run_id, waiter.batch, waiter.sequence, waiter.rows)
+            except Exception as exc:
+                return [self._store_error(exc)]
+            return [None]
+        outcomes: list[BaseException | None] = []
+        self._begin(conn)
+        try:
+            for waiter in group:
+                conn.execute(f"SAVEPOINT {_SAVEPOINT}")
+                try:
+                    self._write_batch(
+                        conn, waiter.run_id, waiter.batch, waiter.sequence, waiter.rows
+                    )
+                    outcomes.append(None)
+                except Exception as exc:
+                    # SQLite ended the transaction (an I/O error), or the file is damaged: the
+                    # group fails whole. Anything else refused this batch alone.
+                    if not conn.in_transaction or (
+                        isinstance(exc, sqlite3.DatabaseError) and _is_corruption(exc)
+                    ):
+                        raise
+                    conn.execute(f"ROLLBACK TO {_SAVEPOINT}")  # this batch alone, whole
+                    outcomes.append(exc)
+                conn.execute(f"RELEASE {_SAVEPOINT}")
+            conn.execute("COMMIT")
+        except BaseException:
+            for waiter in group:
+                self._lengths.pop(waiter.run_id, None)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        for waiter, outcome in zip(group, outcomes, strict=True):
+            if outcome is None:
+                self._committed(waiter.run_id, waiter.batch, waiter.sequence)
+            else:
+                self._lengths.pop(waiter.run_id, None)
+        self._after_commit(conn)
+        return outcomes
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        # IMMEDIATE: take the write lock before reading the log (see the module docstring).
+        conn.execute("BEGIN IMMEDIATE")
+
+    def _store_error(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, sqlite3.DatabaseError) and _is_corruption(exc):
+            return StoreCorrupted(f"{self._path}: damaged database ({exc})")
+        return exc
 
     def _append_inline(
         self, run_id: str, batch: tuple[Record, ...], sequence: int, rows: _Rows
@@ -285,11 +436,12 @@ class SQLiteStore(AsyncClosing):
             started = time.perf_counter()
             self._set_busy_timeout(conn, 0)
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                self._begin(conn)
             except sqlite3.OperationalError:  # another writer holds the lock: do not wait here
                 return False
+            self._note(run_id, batch, started)
             try:
-                self._commit(conn, run_id, batch, sequence, rows)
+                self._commit_batch(conn, run_id, batch, sequence, rows)
             except sqlite3.DatabaseError as exc:
                 if _is_corruption(exc):
                     raise StoreCorrupted(f"{self._path}: damaged database ({exc})") from None
@@ -300,7 +452,7 @@ class SQLiteStore(AsyncClosing):
         finally:
             self._lock.release()
 
-    def _commit(
+    def _commit_batch(
         self,
         conn: sqlite3.Connection,
         run_id: str,
@@ -308,29 +460,55 @@ class SQLiteStore(AsyncClosing):
         sequence: int,
         rows: _Rows,
     ) -> None:
-        """Inside a ``BEGIN IMMEDIATE`` transaction: fence, insert, commit — or roll back."""
+        """Inside a ``BEGIN IMMEDIATE`` transaction holding this batch alone: write it, commit
+        — or roll back."""
         try:
-            self._fence(conn, run_id, batch, sequence)
-            try:
-                conn.executemany(_INSERT, rows)
-            except sqlite3.IntegrityError:
-                # The cached length was stale (another process appended): read the log to
-                # raise the precise error; the primary key already refused the batch.
-                self._fence(conn, run_id, batch, sequence, cached=False)
-                raise RunConflict(
-                    f"run {run_id!r}: a record at sequence {sequence} already exists"
-                ) from None
-            index_batch(conn, run_id, batch)
+            self._write_batch(conn, run_id, batch, sequence, rows)
             conn.execute("COMMIT")
         except BaseException:
             self._lengths.pop(run_id, None)
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self._committed(run_id, batch, sequence)
+        self._after_commit(conn)
+
+    def _write_batch(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        batch: tuple[Record, ...],
+        sequence: int,
+        rows: _Rows,
+    ) -> None:
+        """Fence and insert one run's batch inside an already-open transaction; nothing else.
+
+        The one place a batch meets the tables, whichever way it commits (inline, alone on the
+        worker, or in a group under a savepoint): what must change with a run's records in the
+        same transaction belongs here. Raises the append rule's error (or the database's) and
+        leaves the rolling back to the caller, which owns the transaction.
+        """
+        self._fence(conn, run_id, batch, sequence)
+        try:
+            conn.executemany(_INSERT, rows)
+        except sqlite3.IntegrityError:
+            # The cached length was stale (another process appended): read the log to
+            # raise the precise error; the primary key already refused the batch.
+            self._fence(conn, run_id, batch, sequence, cached=False)
+            raise RunConflict(
+                f"run {run_id!r}: a record at sequence {sequence} already exists"
+            ) from None
+        index_batch(conn, run_id, batch)  # the run index, in the same transaction
+
+    def _committed(self, run_id: str, batch: tuple[Record, ...], sequence: int) -> None:
+        """Remember the log's end after a durable commit of ``batch`` (the fence's lower bound)."""
         if isinstance(batch[-1], RunFinished):
             self._lengths.pop(run_id, None)
         else:
             self._lengths[run_id] = sequence + len(batch)
+
+    def _after_commit(self, conn: sqlite3.Connection) -> None:
+        """Count a transaction, and checkpoint after every ``_CHECKPOINT_EVERY_COMMITS``."""
         self._uncheckpointed += 1
         if self._uncheckpointed >= _CHECKPOINT_EVERY_COMMITS:
             self._uncheckpointed = 0
@@ -494,8 +672,26 @@ class SQLiteStore(AsyncClosing):
         return "ours"
 
 
-# (loop, future, call, args): the call, and where to hand its outcome back.
-_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+@dataclass(slots=True, eq=False)
+class _Waiter:
+    """A batch waiting for the worker's next group commit, and where to hand its outcome."""
+
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[None]
+    run_id: str
+    batch: tuple[Record, ...]
+    sequence: int
+    rows: _Rows
+
+
+# (loop, future, call, args): the call, and where to hand its outcome back (nowhere: a job
+# that hands its outcomes back itself, the group commit).
+_Job = tuple[
+    asyncio.AbstractEventLoop | None,
+    "asyncio.Future[Any] | None",
+    Callable[..., Any],
+    tuple[Any, ...],
+]
 
 
 class _Worker:
@@ -513,6 +709,8 @@ class _Worker:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._stopped = False
+        self._stop_lock = threading.Lock()  # a job is never queued behind the end
         # The thread gets the queue, not this object, so an unclosed store can be collected.
         # Daemon: an idle worker must not keep the interpreter alive.
         threading.Thread(
@@ -525,9 +723,23 @@ class _Worker:
         self._jobs.put((loop, future, call, args))
         return await future
 
+    def submit(self, call: Callable[..., Any], *args: Any) -> bool:
+        """Queue ``call(*args)``, which hands its outcome back itself; ``False`` if stopped."""
+        with self._stop_lock:
+            if self._stopped:
+                return False
+            self._jobs.put((None, None, call, args))
+            return True
+
+    def idle(self) -> bool:
+        """No call is queued (the one running, if any, aside)."""
+        return self._jobs.empty()
+
     def stop(self) -> None:
         """End the thread once the calls already queued are done."""
-        self._jobs.put(None)
+        with self._stop_lock:
+            self._stopped = True
+            self._jobs.put(None)
 
 
 def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
@@ -537,11 +749,17 @@ def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
 
 
 def _run(
-    loop: asyncio.AbstractEventLoop,
-    future: asyncio.Future[Any],
+    loop: asyncio.AbstractEventLoop | None,
+    future: asyncio.Future[Any] | None,
     call: Callable[..., Any],
     args: tuple[Any, ...],
 ) -> None:
+    if loop is None or future is None:  # it hands its outcome back itself
+        try:
+            call(*args)
+        except BaseException:  # a bug: keep the thread serving the other calls
+            _log.exception("polyloop-sqlite: a job that hands back its own outcome failed")
+        return
     if future.cancelled():  # the caller gave up before we started: do nothing
         return
     result: Any = None

@@ -3,6 +3,7 @@ that is the benchmark's own job, measured against a baseline taken in the same r
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -202,3 +203,61 @@ def test_the_batch_benchmark_prints_both_loops_and_the_ratio(tmp_path: Path, sto
         flags=re.M,
     ), out
     assert list(tmp_path.iterdir()) == []  # its temporary files are gone
+
+
+def test_the_concurrent_runs_benchmark_prints_runs_per_second_the_ratio_and_fsync(
+    tmp_path: Path,
+) -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "concurrent_runs.py"), "--dir", str(tmp_path),
+         "--runs", "8", "--concurrency", "1", "4", "--rounds", "2"],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+
+    for level in (1, 4):
+        assert re.search(rf"^\s+{level}\s+\d+\.\d$", out, flags=re.M), out
+    assert re.search(r"^ratio 4/1: \d+\.\d\d$", out, flags=re.M), out
+    assert re.search(r"^ratio 4/1 per round: \d+\.\d\d \d+\.\d\d$", out, flags=re.M), out
+    assert re.search(r"^fsync ms \(write \+ fsync of 1 KB\): \d+\.\d{3}$", out, flags=re.M), out
+    verdict = (
+        r"^(target: 4 runs at once >= 2x the runs/s of 1: (met|NOT met)"
+        r"|fsync is nearly free on this filesystem .*"
+        r"the gain of group commit cannot be shown here)$"
+    )
+    assert len(re.findall(verdict, out, flags=re.M)) == 1, out
+    assert list(tmp_path.iterdir()) == []  # its temporary files are gone
+
+
+def test_the_concurrent_runs_benchmark_claims_no_gain_where_fsync_is_nearly_free() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "concurrent_runs", ROOT / "benchmarks" / "concurrent_runs.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rates = {1: [100.0], 64: [900.0]}
+
+    free = "\n".join(bench.report(rates, [0.004]))
+    costly = "\n".join(bench.report(rates, [0.2]))
+
+    assert "the gain of group commit cannot be shown here" in free
+    assert "target" not in free
+    assert "target: 64 runs at once >= 2x the runs/s of 1: met" in costly
+    assert "cannot be shown" not in costly
+
+
+def test_the_concurrent_runs_benchmark_refuses_bad_arguments() -> None:
+    for bad in (["--runs", "0"], ["--rounds", "0"], ["--concurrency", "0", "4"]):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "concurrent_runs.py"), *bad],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2, bad
+        assert "must be at least 1" in done.stderr, bad
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "concurrent_runs.py"), "--concurrency", "4"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "two different levels" in done.stderr

@@ -27,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import subprocess
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -34,18 +36,23 @@ from typing import Any
 
 import pytest
 
-from polyloop import RunQuery
+from polyloop import ModelCallIntent, RunQuery, RunStarted
 from polyloop._run_index import summarize_log
 from polyloop.stores import open_store
 from tests.integration._scenario import (
+    CHILD_TIMEOUT_S,
     NEVER_REPLAY,
     REPLAYABLE,
+    REPO_ROOT,
     Scenario,
+    child_command,
     child_report,
     normalised,
+    opened,
     read_journal,
     run_child,
 )
+from tests.integration.group_crash_child import batch_records
 
 pytestmark = pytest.mark.slow
 
@@ -207,3 +214,84 @@ def test_a_run_killed_at_any_write_point_resumes_without_repeating_a_never_repla
         assert outcomes["resume_state_unknown"] > 0
     else:
         assert outcomes == {scenario.expected_stop: points}
+
+
+# --------------------------------------------------------------------------- group commit
+
+WRITERS, BATCH = 24, 3
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+async def logs_after_crash(url: str) -> dict[str, list[Any]]:
+    """Every writer's log, and then one more batch appended to each at its end: the store the
+    crash left is usable, its fence intact."""
+    async with opened(url) as store:
+        logs = {f"gw{n}": list((await store.read_log(f"gw{n}")).records) for n in range(WRITERS)}
+        for run_id, log in logs.items():
+            await store.append_many(  # type: ignore[attr-defined]
+                run_id, batch_records(len(log), 999, BATCH), sequence=len(log)
+            )
+    return logs
+
+
+@pytest.mark.parametrize("kill", ["inside_a_group", "from_outside"])
+def test_concurrent_writers_killed_lose_no_acknowledged_batch_and_leave_no_partial_one(
+    store_url: str, kill: str, tmp_path: Path
+) -> None:
+    """Group commit (docs/design/0005) under SIGKILL: every ``append_many`` that returned is in
+    the log, every batch in the log is whole, and a group killed before its ``COMMIT`` left
+    nothing of any of its batches."""
+    acks, groups = tmp_path / "acks", tmp_path / "groups"
+    args = [store_url, str(acks), str(groups), "--writers", str(WRITERS)]
+    args += ["--batch-size", str(BATCH)]
+    if kill == "inside_a_group":
+        proc = run_child("group_crash_child", *args, "--batches", "60", "--kill-in-group", "5")
+        returncode, output = proc.returncode, proc.stdout + proc.stderr
+    else:  # wherever it is when 400 batches were acknowledged: inside a group or between two
+        child = subprocess.Popen(
+            child_command("group_crash_child", *args, "--batches", "100000"),
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + CHILD_TIMEOUT_S
+        while len(lines(acks)) < 400 and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        child.kill()
+        out, err = child.communicate(timeout=CHILD_TIMEOUT_S)
+        returncode, output = child.returncode, out + err
+    assert returncode == -signal.SIGKILL, f"the child exited {returncode}:\n{output}"
+
+    acked: dict[str, int] = {}  # run -> the log length its acknowledged appends promise
+    for line in lines(acks):
+        run_id, sequence, count = line.split()
+        acked[run_id] = max(acked.get(run_id, 1), int(sequence) + int(count))
+    seen = [line.split()[1:] for line in lines(groups)]
+    assert max(len(group) for group in seen) >= 2, "the writers' commits were never grouped"
+    logs = asyncio.run(logs_after_crash(store_url))
+
+    for run_id, log in logs.items():
+        assert isinstance(log[0], RunStarted), run_id
+        body = log[1:]
+        # Whole batches only: the records of batch b are b*100+0 .. b*100+BATCH-1, in order.
+        assert len(body) % BATCH == 0, f"{run_id}: a partial batch ({len(body)} records)"
+        for n, record in enumerate(body):
+            assert isinstance(record, ModelCallIntent), (run_id, n)
+            assert record.step_index == n + 1, (run_id, n)
+            assert record.prompt_chars == (n // BATCH) * 100 + n % BATCH, (run_id, n)
+        # No acknowledged batch is lost.
+        assert len(log) >= acked.get(run_id, 1), f"{run_id}: lost acknowledged records"
+    assert sum(acked.values()) - len(acked) >= (400 if kill == "from_outside" else 1)
+
+    if kill == "inside_a_group":
+        # The group the child died in: two or more batches, none acknowledged, none written.
+        killed = [item.split(":") for item in seen[-1]]
+        assert len(killed) >= 2
+        assert sum(len(group) >= 2 for group in seen) == 5
+        for run_id, sequence in killed:
+            assert acked.get(run_id, 1) <= int(sequence), (run_id, sequence)
+            assert len(logs[run_id]) == int(sequence), (run_id, sequence, len(logs[run_id]))

@@ -22,7 +22,7 @@ import pytest_asyncio
 from polyloop import ModelCallIntent
 from polyloop.stores import SQLiteStore
 from polyloop.stores import _sqlite as sqlite_module
-from tests.unit.test_sqlite_store import started
+from tests.unit.test_sqlite_store import finished, started
 
 pytestmark = pytest.mark.asyncio
 
@@ -248,3 +248,15 @@ async def test_a_commit_on_the_loop_is_visible_to_another_connection_when_append
         ).fetchone()[0]
         assert count == n + 1
     reader.close()
+
+
+async def test_runs_one_after_another_commit_on_the_event_loop_thread(store: SQLiteStore) -> None:
+    # Group commit (docs/design/0005) is for runs committing at the same moment: a run that
+    # starts as soon as the previous one finished is alone, and keeps the inline commit.
+    trace = await traced(store)
+    for run_id in ("first", "second", "third"):
+        await store.append(run_id, started(run_id), sequence=0)
+        await intents(store, run_id, 1, 2)
+        await store.append(run_id, finished(), sequence=3)
+
+    assert trace.threads == [threading.current_thread().name] * 12
