@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import shutil
 import signal
 import sqlite3
@@ -103,12 +104,10 @@ def run_batch_command(args: argparse.Namespace) -> int:
         settings = _settings(args)
     except (Refused, BadTasks, BadImportPath, BadRule, ValueError) as exc:
         return _refuse(exc, USAGE)
-    previous = {number: signal.getsignal(number) for number in _EXIT_ON_SIGNAL}
+    signals = _Signals()
+    previous = {number: signal.signal(number, signals.handle) for number in _EXIT_ON_SIGNAL}
     try:
-        return asyncio.run(_batch(settings, sys.stdout, sys.stderr))
-    except KeyboardInterrupt:  # before the batch's own handler was installed, or after it
-        sys.stderr.write("polyloop: interrupted; run the same command again to resume\n")
-        return _EXIT_ON_SIGNAL[signal.SIGINT]
+        return asyncio.run(_batch(settings, sys.stdout, sys.stderr, signals))
     except Refused as exc:
         return _refuse(exc, USAGE)
     except (PolyloopError, OSError, sqlite3.Error) as exc:
@@ -118,8 +117,43 @@ def run_batch_command(args: argparse.Namespace) -> int:
             return _refuse(exc, FAILED)
         raise
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        # Once a signal interrupted the batch the process is on its way out and the signals
+        # stay ignored (see _Signals.handle).
+        if signals.caught is None:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+
+class _Signals:
+    """SIGINT and SIGTERM for one batch command: the first one interrupts the batch (once it
+    runs, or as soon as it starts), the others are ignored.
+
+    A plain signal handler, not the event loop's, and the first signal turns both into
+    ``SIG_IGN`` for the rest of the process: an interrupted batch prints its summary and exits
+    within milliseconds, and a Python handler is reset to the default when the interpreter
+    shuts down, so an impatient second Ctrl-C used to kill the process (status -SIGINT instead
+    of 130) after the summary was printed."""
+
+    def __init__(self) -> None:
+        self.caught: signal.Signals | None = None
+        self._interrupt: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+
+    def handle(self, number: int, frame: object) -> None:
+        if self.caught is not None:
+            return
+        self.caught = signal.Signals(number)
+        for ignored in _EXIT_ON_SIGNAL:
+            signal.signal(ignored, signal.SIG_IGN)
+        if self._interrupt is not None:
+            loop, event = self._interrupt
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to stop
+                loop.call_soon_threadsafe(event.set)
+
+    def interrupt_on(self, event: asyncio.Event) -> None:
+        """Set ``event`` at the first signal (now, if one came already)."""
+        self._interrupt = (asyncio.get_running_loop(), event)
+        if self.caught is not None:
+            event.set()
 
 
 class _Settings(argparse.Namespace):
@@ -186,7 +220,7 @@ def _check_batch_id(batch: str, from_file: bool, tasks: str) -> None:
         raise Refused(f"batch id {batch!r}{source}: {exc}") from None
 
 
-async def _batch(settings: _Settings, out: TextIO, err: TextIO) -> int:
+async def _batch(settings: _Settings, out: TextIO, err: TextIO, signals: _Signals) -> int:
     lines = {numbered.task.id: numbered.line for numbered in settings.tasks}
     store = open_store(settings.store_url)
     try:
@@ -194,7 +228,7 @@ async def _batch(settings: _Settings, out: TextIO, err: TextIO) -> int:
         terminal = err.isatty()
         width = shutil.get_terminal_size().columns if terminal else 0
         progress = ProgressLine(checked.total, err, terminal=terminal, width=width)
-        summary, caught = await _driven(checked, progress)
+        summary = await _driven(checked, progress, signals)
     finally:
         aclose = getattr(store, "aclose", None)
         if aclose is not None:
@@ -204,8 +238,8 @@ async def _batch(settings: _Settings, out: TextIO, err: TextIO) -> int:
     broken = tripped(settings.rules, summary)
     for why in broken:
         print(f"fail-on: {why}", file=out)
-    if caught is not None:
-        return _EXIT_ON_SIGNAL[caught]
+    if signals.caught is not None and summary.interrupted:
+        return _EXIT_ON_SIGNAL[signals.caught]
     return FAILED if broken or summary.failures or summary.refusals else 0
 
 
@@ -242,32 +276,16 @@ def _unopened(exc: BaseException) -> str:
     return f"--store: the store cannot be opened: {_text(exc)}"
 
 
-async def _driven(
-    checked: Plan, progress: ProgressLine
-) -> tuple[BatchSummary, signal.Signals | None]:
+async def _driven(checked: Plan, progress: ProgressLine, signals: _Signals) -> BatchSummary:
     """Run the plan; SIGINT or SIGTERM interrupts it (once is enough; more are ignored)."""
-    loop = asyncio.get_running_loop()
     interrupt = asyncio.Event()
-    caught: list[signal.Signals] = []
-
-    def on_signal(number: signal.Signals) -> None:
-        if not caught:
-            caught.append(number)
-        interrupt.set()
-
-    for number in _EXIT_ON_SIGNAL:
-        loop.add_signal_handler(number, on_signal, number)
+    signals.interrupt_on(interrupt)
     ticker = asyncio.ensure_future(_tick(progress))
     try:
-        summary = await execute(checked, progress=progress.update, interrupt=interrupt)
+        return await execute(checked, progress=progress.update, interrupt=interrupt)
     finally:
         ticker.cancel()
         progress.close()
-        for number in _EXIT_ON_SIGNAL:
-            loop.remove_signal_handler(number)
-            if caught:  # an impatient second Ctrl-C must not cut the summary short
-                signal.signal(number, signal.SIG_IGN)
-    return summary, caught[0] if caught and summary.interrupted else None
 
 
 async def _tick(progress: ProgressLine) -> None:
