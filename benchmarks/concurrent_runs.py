@@ -5,11 +5,10 @@
 The workload: ``--runs`` short runs (a scripted model that asks for two actions and then answers,
 an executor that returns a short observation at once), each a fresh run on one fresh
 ``SQLiteStore`` (WAL, ``synchronous=FULL``: durable when a commit returns), driven by
-``asyncio.gather`` over ``polyloop.run`` with an ``asyncio.Semaphore`` of each ``--concurrency``
-— the same scheduling as a batch runner's bounded concurrency (``run_many`` schedules its runs
-this way). Each run makes six commits, so at concurrency 1 a run costs six fsyncs plus the
-loop's own work; at 64, the runs' commits meet and the store commits the waiting ones together,
-one fsync for the group (docs/design/0005-group-commit.md).
+``polyloop.run_many`` with each ``--concurrency``. Each run makes six commits, so at
+concurrency 1 a run costs six fsyncs plus the loop's own work; at 64, the runs' commits meet
+and the store commits the waiting ones together, one fsync for the group
+(docs/design/0005-group-commit.md).
 
 Printed: runs per second at each concurrency (the median over the rounds, which alternate the
 concurrencies so that disk drift hits all alike), the ratio of the highest to the lowest (the
@@ -40,9 +39,11 @@ from polyloop import (
     FinalAnswer,
     ModelReply,
     ParsedReply,
+    RunSeams,
     StopReason,
     SyntheticObservations,
-    run,
+    Task,
+    run_many,
 )
 from polyloop.models import ScriptedModel
 from polyloop.stores import SQLiteStore
@@ -76,29 +77,29 @@ class InstantExecutor:
         return ActionOutcome(status=ActionStatus.EXECUTED, observation="ok\n" * 20)
 
 
+def _seams(task: Task) -> RunSeams:
+    return RunSeams(model=ScriptedModel(REPLIES), parser=ScriptParser(), executor=InstantExecutor())
+
+
 async def runs_per_second(path: Path, runs: int, concurrency: int) -> float:
-    """``runs`` runs on a fresh store at ``path``, at most ``concurrency`` at once: runs/s."""
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(index: int) -> None:
-        async with gate:
-            result = await run(
-                AGENT,
-                f"task {index}",
-                model=ScriptedModel(REPLIES),
-                parser=ScriptParser(),
-                executor=InstantExecutor(),
-                store=store,
-                run_id=f"c{concurrency}-{index}",
-            )
-        assert result.stop_reason is StopReason.AGENT_FINISHED, result.stop_reason
-
+    """``runs`` runs on a fresh store at ``path`` through ``run_many``, ``concurrency`` at
+    once: runs/s."""
+    tasks = [Task(id=str(index), goal=f"task {index}") for index in range(runs)]
     async with SQLiteStore(path) as store:
         os.sync()  # what earlier measurements left dirty is not this one's to write back
         started = time.perf_counter()
-        await asyncio.gather(*(one(index) for index in range(runs)))
+        summary = await run_many(
+            AGENT,
+            tasks,
+            seams=_seams,
+            store=store,
+            batch=f"c{concurrency}",
+            concurrency=concurrency,
+        )
         elapsed = time.perf_counter() - started
         assert len(await store.run_ids()) == runs
+    stops = {outcome.stop_reason for outcome in summary.outcomes}
+    assert stops == {StopReason.AGENT_FINISHED}, stops
     for suffix in ("", "-wal", "-shm"):
         path.with_name(path.name + suffix).unlink(missing_ok=True)
     return runs / elapsed

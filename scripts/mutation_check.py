@@ -4,6 +4,8 @@
 ``configure GROUP PYPROJECT``  rewrite ``[tool.mutmut]`` of a COPY of the project so that it
     mutates the group's modules and selects the group's tests.
 ``patterns GROUP``  print the group's mutant name patterns, one a line.
+``equivalents-table EQUIVALENT``  print the Markdown table of EQUIVALENT (mutant, why), as
+    docs/explanation/mutation-testing.md shows it between its ``equivalents`` markers.
 ``check EQUIVALENT RESULTS...``  read the files ``mutmut results --all True`` wrote, one per
     group (named ``GROUP.txt``); a mutant counts for the groups whose patterns it matches, and
     is killed if one of them killed it. Print the counts per module and fail (exit 1) on any
@@ -63,6 +65,22 @@ def _equivalent(path: Path) -> set[str]:
     return names
 
 
+def _reasons(path: Path) -> list[tuple[str, str]]:
+    """(mutant, reason) of each entry of an equivalents file, in its order."""
+    entries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        name, _, reason = line.partition("#")
+        if name.strip():
+            entries.append((name.strip(), reason.strip()))
+    return entries
+
+
+def equivalents_table(path: Path) -> str:
+    escaped = "\\|"
+    rows = [f"| `{name}` | {reason.replace('|', escaped)} |" for name, reason in _reasons(path)]
+    return "\n".join(["| Mutant | Why no test can tell it from the code |", "| --- | --- |", *rows])
+
+
 def _statuses(results: str) -> dict[str, str]:
     statuses = {}
     for line in results.splitlines():
@@ -104,8 +122,17 @@ def check(equivalent_file: Path, result_files: list[Path]) -> int:
         n for n, s in statuses.items() if s in ("not checked", "not judged by any group")
     )
     new = sorted(n for n, s in statuses.items() if s in NOT_KILLED and n not in equivalent)
+    patterns = [p for path in result_files for p in _group(path.stem)["mutants"]]
+    stale = sorted(
+        name
+        for name in equivalent
+        if any(fnmatch.fnmatchcase(name, p) for p in patterns)
+        and statuses.get(name, "killed") not in NOT_KILLED
+    )
     for name in new:
         print(f"NOT KILLED ({statuses[name]}), not listed as equivalent: {name}")
+    for name in stale:
+        print(f"STALE: listed as equivalent but killed or gone (renumbered?): {name}")
     for name in missing:
         print(f"NOT RUN ({statuses[name]}): {name}")
     if missing:
@@ -115,7 +142,11 @@ def check(equivalent_file: Path, result_files: list[Path]) -> int:
             f"{len(new)} mutant(s) no test kills: see them with `mutmut show NAME`, then kill "
             f"them with a test, or list them in {equivalent_file.name} with the reason"
         )
-    return 1 if new or missing else 0
+    if stale:
+        print(
+            f"{len(stale)} stale entr{'y' if len(stale) == 1 else 'ies'} in {equivalent_file.name}"
+        )
+    return 1 if new or missing or stale else 0
 
 
 def main(argv: list[str]) -> int:
@@ -128,6 +159,9 @@ def main(argv: list[str]) -> int:
         return 0
     if command == "patterns" and len(args) == 1:
         print("\n".join(_group(args[0])["mutants"]))
+        return 0
+    if command == "equivalents-table" and len(args) == 1:
+        print(equivalents_table(Path(args[0])))
         return 0
     if command == "check" and args:
         return check(Path(args[0]), [Path(a) for a in args[1:]])
