@@ -30,6 +30,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from loop_steps import fsync_ms  # a sibling script, as the other benchmarks import it
+
 from polyloop import (
     Action,
     ActionOutcome,
@@ -105,24 +107,6 @@ async def runs_per_second(path: Path, runs: int, concurrency: int) -> float:
     return runs / elapsed
 
 
-def fsync_ms(directory: Path, count: int = 200) -> float:
-    """Milliseconds per write + fsync of 1 KB in ``directory`` (an append-only file)."""
-    path = directory / "fsync.bin"
-    record = b"x" * 1024
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        os.sync()
-        started = time.perf_counter()
-        for _ in range(count):
-            os.write(fd, record)
-            os.fsync(fd)
-        elapsed = time.perf_counter() - started
-    finally:
-        os.close(fd)
-        path.unlink()
-    return elapsed * 1000 / count
-
-
 def measure(
     directory: Path, runs: int, levels: Sequence[int], rounds: int
 ) -> tuple[dict[int, list[float]], list[float]]:
@@ -130,7 +114,7 @@ def measure(
     rates: dict[int, list[float]] = {level: [] for level in levels}
     fsyncs: list[float] = []
     for round_ in range(rounds):
-        fsyncs.append(fsync_ms(directory))
+        fsyncs.append(fsync_ms(directory, b"x" * 1024, 200))
         # Alternate the order too, so neither level always follows the other's writes.
         for level in levels if round_ % 2 == 0 else list(reversed(levels)):
             path = directory / f"runs-{level}.db"

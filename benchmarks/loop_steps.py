@@ -113,22 +113,26 @@ async def polyloop_ms_per_step(directory: Path, steps: int) -> float:
     return elapsed * 1000 / steps
 
 
-def floor_ms_per_step(directory: Path, steps: int) -> float:
-    """Two write+fsync of a ~1 KB record per step: the intent before the model, before the act."""
-    path = directory / "floor.bin"
-    record = OBSERVATION.encode()
+def fsync_ms(directory: Path, record: bytes, count: int) -> float:
+    """Milliseconds per write + fsync of ``record`` to an append-only file in ``directory``."""
+    path = directory / "fsync.bin"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         _settle_disk()
         started = time.perf_counter()
-        for _ in range(2 * steps):
+        for _ in range(count):
             os.write(fd, record)
             os.fsync(fd)
         elapsed = time.perf_counter() - started
     finally:
         os.close(fd)
         path.unlink()
-    return elapsed * 1000 / steps
+    return elapsed * 1000 / count
+
+
+def floor_ms_per_step(directory: Path, steps: int) -> float:
+    """Two write+fsync of a ~1 KB record per step: the intent before the model, before the act."""
+    return 2 * fsync_ms(directory, OBSERVATION.encode(), 2 * steps)
 
 
 def langgraph_runner() -> Callable[[Path, int], float] | None:
