@@ -24,6 +24,7 @@ import polyloop
 from polyloop import ModelCallIntent, ModelReply, Record, StopReason
 from polyloop.ports import RunStore
 from polyloop.stores import MemoryStore, SQLiteStore
+from polyloop.stores import _sqlite as sqlite_module
 from tests.unit._doubles import GOAL, StoreWrapper, act, agent, kinds, script
 from tests.unit.test_sqlite_store import started
 
@@ -89,12 +90,20 @@ async def test_a_memory_store_commits_with_no_task() -> None:
     assert await tasks_made_by_a_run(MemoryStore(), steps=5) == 0  # was two a step
 
 
-async def test_an_open_sqlite_store_commits_with_no_task(tmp_path: Path) -> None:
+@pytest.fixture
+def steady_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No fsync counts as slow: the store's pause after a slow inline commit (docs/design/0003,
+    tested in test_sqlite_inline_commits.py) would otherwise send commits to the worker thread
+    whenever the machine is loaded, and these tests are about the rule, not the disk."""
+    monkeypatch.setattr(sqlite_module, "_SLOW_INLINE_COMMIT_S", 3600.0)
+
+
+async def test_an_open_sqlite_store_commits_with_no_task(tmp_path: Path, steady_disk: None) -> None:
     async with SQLiteStore(tmp_path / "runs.db") as store:
         assert await tasks_made_by_a_run(store, steps=5) == 0
 
 
-async def test_an_sqlite_commit_that_must_wait_is_a_task(tmp_path: Path) -> None:
+async def test_an_sqlite_commit_that_must_wait_is_a_task(tmp_path: Path, steady_disk: None) -> None:
     async with SQLiteStore(tmp_path / "runs.db") as store:
         other_writer = sqlite3.connect(tmp_path / "runs.db", isolation_level=None)
         other_writer.execute("BEGIN IMMEDIATE")  # holds the write lock until a task is made
