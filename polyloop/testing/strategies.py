@@ -593,7 +593,7 @@ def run_logs(
 
 
 def stop_reasons() -> st.SearchStrategy[StopReason]:
-    """Any of the ten stop reasons."""
+    """Any of the stop reasons."""
     return st.sampled_from(StopReason)
 
 
