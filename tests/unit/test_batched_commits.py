@@ -225,3 +225,26 @@ async def test_sqlite_fence_refuses_a_batch_another_writer_overtook(tmp_path: Pa
         log = await first.read_log("r")
         assert [r.kind for r in log.records] == ["run_started"] + ["model_call_intent"] * 2
         assert log.records[2] == ModelCallIntent(step_index=1, prompt_chars=2)
+
+
+async def test_a_record_after_run_finished_in_the_same_batch_is_refused_and_nothing_written(
+    store: Any,
+) -> None:
+    # The rule "nothing after RunFinished" holds inside one batch too, as if appended one by
+    # one: the batch [RunFinished, ModelCallIntent] is RunAlreadyFinished, with nothing written.
+    await store.append("r", started("r"), sequence=0)
+    finished = RunFinished(
+        stop_reason=StopReason.AGENT_FINISHED,
+        final_answer="done",
+        executed_actions=0,
+        finished_at="2026-12-02T10:00:00.000Z",
+    )
+
+    with pytest.raises(RunAlreadyFinished):
+        await store.append_many(
+            "r", [finished, ModelCallIntent(step_index=0, prompt_chars=1)], sequence=1
+        )
+
+    assert kinds(await store.read_log("r")) == ["run_started"]
+    await store.append_many("r", [finished], sequence=1)  # alone, it is fine
+    assert kinds(await store.read_log("r")) == ["run_started", "run_finished"]
