@@ -86,6 +86,14 @@ def hanging_executor():
 """
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """In the child before it runs: SIGINT as a terminal's foreground job has it. A job a script
+    starts in the background (`cmd &` without job control, as CI runners may) has SIGINT
+    ignored, and an ignored signal is inherited by every process it starts: pytest would then
+    never see the Ctrl-C this test sends (it sleeps out the hanging fixture, 120 s)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupted_run(project: Project, *args: str) -> tuple[str, dict[str, Any] | None]:
     """Run pytest in a child process, press Ctrl-C (SIGINT) once a fixture hangs."""
     report = project.path / "report.json"
@@ -100,6 +108,7 @@ def _interrupted_run(project: Project, *args: str) -> tuple[str, dict[str, Any] 
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=_ctrl_c_as_at_a_terminal,
     ) as child:
         deadline = time.monotonic() + 60
         while not (project.path / "hanging").exists():
