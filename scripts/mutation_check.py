@@ -93,13 +93,18 @@ def _statuses(results: str) -> dict[str, str]:
 def check(equivalent_file: Path, result_files: list[Path]) -> int:
     equivalent = _equivalent(equivalent_file)
     judged: dict[str, list[str]] = {}  # mutant -> its status in each group that judged it
-    every: set[str] = set()  # every mutant of the mutated modules, judged or not
+    every: set[str] = set()  # the mutants to account for
+    # The whole run accounts for every mutant of the mutated modules (one no group judges is a
+    # failure); a run of some groups only for the mutants those groups judge.
+    whole = {path.stem for path in result_files} == set(_groups())
     for path in result_files:
         patterns = _group(path.stem)["mutants"]
         for name, status in _statuses(path.read_text(encoding="utf-8")).items():
-            every.add(name)
-            if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+            matched = any(fnmatch.fnmatchcase(name, p) for p in patterns)
+            if matched:
                 judged.setdefault(name, []).append(status)
+            if matched or whole:
+                every.add(name)
     if not every:
         print("mutation check: no mutant in the results; did mutmut run?", file=sys.stderr)
         return 2
