@@ -129,7 +129,10 @@ def test_a_path_under_a_file_is_refused_naming_the_file(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes everywhere")
+@pytest.mark.skipif(
+    os.geteuid() == 0,
+    reason="root writes into a read-only directory; the next test covers it for root",
+)
 def test_a_read_only_directory_is_refused(tmp_path: Path) -> None:  # pragma: no cover - root
     locked = tmp_path / "locked"
     locked.mkdir()
