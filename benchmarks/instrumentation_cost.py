@@ -34,7 +34,7 @@ from typing import Any
 from loop_steps import FakeModel, KilobyteExecutor, OneActionParser, agent
 
 from polyloop import RunResult, RunStarted, StopReason, run
-from polyloop._extras import extra_installed
+from polyloop._base._extras import extra_installed
 from polyloop.ports import Instrumentation
 from polyloop.stores import MemoryStore
 

@@ -7,6 +7,8 @@ durable intent record, so a crashed run resumes without silently repeating an ac
 
 from __future__ import annotations
 
+from polyloop._base._run_id import validate_run_id
+from polyloop._base._run_index import Percentiles, RunQuery, RunStats, RunSummary
 from polyloop._batch import (
     BatchSummary,
     RunSeams,
@@ -15,9 +17,7 @@ from polyloop._batch import (
     batch_run_id,
     run_many,
 )
-from polyloop._loop import resume, run
-from polyloop._run_id import validate_run_id
-from polyloop._run_index import Percentiles, RunQuery, RunStats, RunSummary
+from polyloop._loop._run import resume, run
 from polyloop._version import __version__
 from polyloop.errors import (
     IndexNotBuilt,

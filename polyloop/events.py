@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from polyloop._closing import AsyncClosing
-from polyloop._utf8_json import utf8_json
+from polyloop._base._closing import AsyncClosing
+from polyloop._base._utf8_json import utf8_json
 from polyloop.types import (
     ActionIntent,
     Event,
@@ -28,14 +28,14 @@ from polyloop.types import (
 )
 
 if TYPE_CHECKING:
-    from polyloop._otel import OpenTelemetrySink
+    from polyloop._telemetry._sink import OpenTelemetrySink
 
 __all__ = ["JsonlSink", "LoggingSink", "MemorySink", "NullSink", "OpenTelemetrySink"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "OpenTelemetrySink":
-        from polyloop._otel import OpenTelemetrySink
+        from polyloop._telemetry._sink import OpenTelemetrySink
 
         return OpenTelemetrySink
     raise AttributeError(f"module 'polyloop.events' has no attribute {name!r}")

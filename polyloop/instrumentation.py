@@ -18,7 +18,7 @@ from polyloop.ports import (
 )
 
 if TYPE_CHECKING:
-    from polyloop._otel_instrumentation import OpenTelemetryInstrumentation
+    from polyloop._telemetry._instrumentation import OpenTelemetryInstrumentation
 
 __all__ = [
     "DescribedModelClient",
@@ -32,7 +32,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "OpenTelemetryInstrumentation":
-        from polyloop._otel_instrumentation import OpenTelemetryInstrumentation
+        from polyloop._telemetry._instrumentation import OpenTelemetryInstrumentation
 
         return OpenTelemetryInstrumentation
     raise AttributeError(f"module 'polyloop.instrumentation' has no attribute {name!r}")

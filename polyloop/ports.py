@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, runtime_checkable
 
-from polyloop._run_index import RunQuery, RunStats, RunSummary
+from polyloop._base._run_index import RunQuery, RunStats, RunSummary
 from polyloop.errors import (
     RunAlreadyExists,
     RunAlreadyFinished,

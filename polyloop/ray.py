@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Final
 
+from polyloop._base._exception_text import exception_text
+from polyloop._base._shown import shown
 from polyloop._batch import (
     BatchJob,
     Report,
@@ -38,8 +40,6 @@ from polyloop._batch import (
     drive_task,
     interrupted,
 )
-from polyloop._exception_text import exception_text
-from polyloop._shown import shown
 from polyloop.stores import open_store, sqlite_path
 from polyloop.types import AgentDefinition
 

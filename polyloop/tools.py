@@ -7,7 +7,7 @@ and its ``replayable`` flag are deliberately *not* part of that snapshot: they m
 between a crash and a resume without changing what the model sees.
 
 A tool's ``parameters`` schema is checked when the :class:`Tool` is built (see
-:func:`polyloop._schema.check_schema`): full JSON Schema 2020-12 with the ``schema`` extra, a
+:func:`polyloop._base._schema.check_schema`): full JSON Schema 2020-12 with the ``schema`` extra, a
 documented subset without it — a schema the installed validator cannot enforce is refused
 there, never skimmed when arguments arrive.
 """
@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from polyloop._canonical_json import canonical_json
-from polyloop._schema import check_schema
+from polyloop._base._canonical_json import canonical_json
+from polyloop._base._schema import check_schema
 
 __all__ = ["Tool", "ToolEnvironmentError", "ToolRegistry"]
 

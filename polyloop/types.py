@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
-from polyloop._canonical_json import canonical_json
-from polyloop._codec import (
+from polyloop._base._canonical_json import canonical_json
+from polyloop._base._codec import (
     MAX_NESTING,
     Fields,
     check_version,
@@ -34,7 +34,7 @@ from polyloop._codec import (
     is_str,
     record_to_json,
 )
-from polyloop._utf8_json import utf8_json
+from polyloop._base._utf8_json import utf8_json
 from polyloop.tools import ToolRegistry
 
 __all__ = [

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from polyloop import _extras
-from polyloop._utf8_json import utf8_json, utf8_text
+from polyloop._base import _extras
+from polyloop._base._utf8_json import utf8_json, utf8_text
 from polyloop._version import __version__ as POLYLOOP_VERSION
-from polyloop.report import OUTCOMES, SCHEMA, Key, load_report, outcomes_by_key
+from polyloop.report import OUTCOMES, SCHEMA, load_report, outcomes_by_key
+from polyloop.report._format import Key
 from pytest_polyloop._outcomes import Judgement, PhaseResult, classify, teardown_failure
 
 __all__ = [

@@ -8,7 +8,7 @@ not be written either. The report's captured sections and its failure text are e
 for every test: the text a person reads loses nothing but the raw code point.
 
 The escape is Python's ``backslashreplace``, which writes a surrogate as ``\\udXXX`` — the form
-``polyloop._utf8_json`` uses — without importing the runtime into every pytest session.
+``polyloop._base._utf8_json`` uses — without importing the runtime into every pytest session.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from polyloop._exception_text import exception_message
-from polyloop._utf8_json import utf8_text
+from polyloop._base._exception_text import exception_message
+from polyloop._base._utf8_json import utf8_text
 from polyloop.report import ReportError, render_markdown, render_matrix_text, render_text
 from pytest_polyloop import _kit
 from pytest_polyloop._collect import Collection

@@ -41,7 +41,7 @@ RULE_TESTS = ("tests/unit/test_batched_commits.py", "tests/unit/test_sqlite_stor
 MUTANTS = (
     Reorder(
         "admit: the action budget before the step budget",
-        "polyloop/_stopping.py",
+        "polyloop/_loop/_stopping.py",
         "    if counters.steps >= budget.max_steps:\n        return StopReason.STEP_BUDGET\n",
         "    if counters.executed_actions >= budget.max_executed_actions:\n"
         "        return StopReason.ACTION_BUDGET\n",
@@ -49,7 +49,7 @@ MUTANTS = (
     ),
     Reorder(
         "settle: the step counted after a model failure returns",
-        "polyloop/_stopping.py",
+        "polyloop/_loop/_stopping.py",
         "    counters = replace(counters, steps=counters.steps + 1)\n",
         "    if model_failed:  # C\n        return counters, StopReason.LLM_ERROR\n",
         STOPPING_TESTS,
@@ -57,7 +57,7 @@ MUTANTS = (
     ),
     Reorder(
         "settle: completion checked before the environment error",
-        "polyloop/_stopping.py",
+        "polyloop/_loop/_stopping.py",
         "    if step.action_status is ActionStatus.ENV_ERROR:  # G\n"
         "        return counters, StopReason.ENV_ERROR\n",
         "    if step.action_status is ActionStatus.NOT_EXECUTED:  # G: never entered execution\n"

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from polyloop._extras import install_hint, missing_modules
+from polyloop._base._extras import install_hint, missing_modules
 from polyloop.testing._base import in_ci
 
 _INSTALL_HINT = (
@@ -213,7 +213,7 @@ def require_extra(extra: str) -> None:
     """Skip the test (or, at module level, the module) unless ``polyloop[extra]`` is installed;
     in CI (``CI`` set) every extra must be installed, so a missing one fails instead.
 
-    Asks :func:`polyloop._extras.extra_installed`, the project's one probe (safe for dotted
+    Asks :func:`polyloop._base._extras.extra_installed`, the project's one probe (safe for dotted
     module names, unlike ``importlib.util.find_spec``).
     """
     missing = missing_modules(extra)

@@ -14,11 +14,11 @@ import logging
 from dataclasses import dataclass
 from typing import Literal
 
+from polyloop._base._exception_text import exception_text
+from polyloop._base._shown import shown
 from polyloop._batch._outcome import Tally, TaskOutcome
 from polyloop._batch._tasks import SeamsFactory, Task, batch_run_id, seams_of
-from polyloop._exception_text import exception_text
-from polyloop._loop import Driving, proceed, start
-from polyloop._shown import shown
+from polyloop._loop._run import Driving, proceed, start
 from polyloop.errors import InvalidRunId
 from polyloop.ports import EventSink, RunStore
 from polyloop.types import AgentDefinition, Event, RunLog, parameters_hash

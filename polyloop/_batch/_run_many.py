@@ -12,12 +12,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
+from polyloop._base._timeout import checked_timeout_s
 from polyloop._batch._backend import AsyncioBackend, Backend, BatchJob
 from polyloop._batch._drive import Verdict, judge
 from polyloop._batch._outcome import Tally, TaskOutcome
 from polyloop._batch._summary import BatchSummary
 from polyloop._batch._tasks import SeamsFactory, Task, batch_run_id
-from polyloop._timeout import checked_timeout_s
 from polyloop.errors import InvalidRunId, TaskRefused
 from polyloop.ports import RunStore
 from polyloop.stores import open_store

@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from polyloop._run_id import validate_run_id
-from polyloop._shown import shown
+from polyloop._base._run_id import validate_run_id
+from polyloop._base._shown import shown
 from polyloop.errors import InvalidRunId
 from polyloop.ports import ActionExecutor, DecisionParser, EventSink, ModelClient
 

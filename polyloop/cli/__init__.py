@@ -20,9 +20,9 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, NoReturn, TextIO
 
-from polyloop._exception_text import exception_message
-from polyloop._run_id import validate_run_id
-from polyloop._run_index import RunQuery, RunSummary
+from polyloop._base._exception_text import exception_message
+from polyloop._base._run_id import validate_run_id
+from polyloop._base._run_index import RunQuery, RunSummary
 from polyloop.cli._batch import add_batch_command
 from polyloop.cli._demo import run_demo
 from polyloop.cli._index import (

@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from polyloop._base._exception_text import exception_message
 from polyloop._batch import BatchSummary, Plan, batch_run_id, execute, plan, vet
-from polyloop._exception_text import exception_message
 from polyloop.cli._batch_display import ProgressLine, render_summary
 from polyloop.cli._fail_on import BadRule, FailOn, parse_rules, tripped
 from polyloop.cli._import_path import BadImportPath, load

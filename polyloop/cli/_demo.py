@@ -12,8 +12,8 @@ import ast
 import operator
 from collections.abc import Callable
 
-from polyloop._exception_text import exception_text
-from polyloop._loop import run
+from polyloop._base._exception_text import exception_text
+from polyloop._loop._run import run
 from polyloop.models import ScriptedModel
 from polyloop.ports import RunStore
 from polyloop.types import (

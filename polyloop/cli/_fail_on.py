@@ -15,8 +15,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from polyloop._base._shown import shown
 from polyloop._batch import BatchSummary
-from polyloop._shown import shown
 from polyloop.types import StopReason
 
 __all__ = ["BadRule", "FailOn", "parse_rules", "tripped"]

@@ -11,8 +11,8 @@ import importlib
 import os
 import sys
 
-from polyloop._exception_text import exception_text
-from polyloop._shown import shown
+from polyloop._base._exception_text import exception_text
+from polyloop._base._shown import shown
 
 __all__ = ["BadImportPath", "load"]
 

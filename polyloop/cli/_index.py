@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from polyloop._run_index import (
+from polyloop._base._run_index import (
     RUNNING,
     Percentiles,
     RunQuery,

@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from polyloop._run_index import RunQuery, RunStats, RunSummary
+from polyloop._base._run_index import RunQuery, RunStats, RunSummary
 from polyloop.errors import IndexNotBuilt, StoreCorrupted
 from polyloop.ports import RunStore
 from polyloop.stores import _postgres_store, open_store, sqlite_path

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from polyloop._base._shown import shown
 from polyloop._batch import Task
-from polyloop._shown import shown
 
 __all__ = ["BadTasks", "NumberedTask", "read_tasks"]
 

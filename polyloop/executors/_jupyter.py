@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from polyloop._closing import AsyncClosing
-from polyloop._timeout import checked_timeout_s, shown_timeout
+from polyloop._base._closing import AsyncClosing
+from polyloop._base._timeout import checked_timeout_s, shown_timeout
 from polyloop.executors._artifact_dir import ArtifactDirectory, checked_artifacts_dir
 from polyloop.executors._child_env import checked_env, child_environment
 from polyloop.executors._jupyter_output import (

@@ -19,8 +19,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from polyloop._shown import shown
-from polyloop._utf8_json import utf8_json, utf8_text
+from polyloop._base._shown import shown
+from polyloop._base._utf8_json import utf8_json, utf8_text
 from polyloop.executors._artifact_dir import SavedArtifact, extension_for
 
 __all__ = [

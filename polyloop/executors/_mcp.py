@@ -20,10 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
-from polyloop._closing import AsyncClosing
-from polyloop._exception_text import exception_text
-from polyloop._otel_progress import ProgressEvents, progress_events
-from polyloop._timeout import checked_timeout_s, shown_timeout
+from polyloop._base._closing import AsyncClosing
+from polyloop._base._exception_text import exception_text
+from polyloop._base._timeout import checked_timeout_s, shown_timeout
+from polyloop._telemetry._progress import ProgressEvents, progress_events
 from polyloop.executors._artifact_dir import ArtifactDirectory, checked_artifacts_dir
 from polyloop.executors._mcp_connection import Connection, Endpoint
 from polyloop.executors._mcp_content import render

@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from polyloop._exception_text import exception_text
-from polyloop._timeout import shown_timeout
+from polyloop._base._exception_text import exception_text
+from polyloop._base._timeout import shown_timeout
 
 if TYPE_CHECKING:
     import mcp_types

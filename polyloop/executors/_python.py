@@ -12,8 +12,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from polyloop._closing import AsyncClosing
-from polyloop._timeout import checked_timeout_s, shown_timeout
+from polyloop._base._closing import AsyncClosing
+from polyloop._base._timeout import checked_timeout_s, shown_timeout
 from polyloop.executors import _python_server
 from polyloop.executors._child_env import checked_env, child_environment
 from polyloop.executors._observation_cap import checked_max_observation_chars

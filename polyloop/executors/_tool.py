@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from polyloop._exception_text import exception_message, exception_text
-from polyloop._schema import validate, violations
-from polyloop._shown import shown
+from polyloop._base._exception_text import exception_message, exception_text
+from polyloop._base._schema import validate, violations
+from polyloop._base._shown import shown
 from polyloop.executors._observation_cap import checked_max_observation_chars
 from polyloop.tools import Tool, ToolEnvironmentError, ToolRegistry
 from polyloop.types import Action, ActionOutcome, ActionStatus, canonical_json
@@ -106,7 +106,7 @@ def unknown_tool(registry: ToolRegistry, name: str | None) -> Refusal | None:
 def invalid_arguments(tool: Tool, args: Mapping[str, Any]) -> Refusal | None:
     """Why ``args`` break ``tool``'s published schema, or ``None``.
 
-    The one argument check of every tool executor: :func:`polyloop._schema.validate`.
+    The one argument check of every tool executor: :func:`polyloop._base._schema.validate`.
     """
     try:
         problem = validate(tool.parameters, args)
@@ -136,7 +136,7 @@ class ToolExecutor:
     * ``not_executed`` — the action names no tool (``tool_name`` is ``None`` or ``""``), the
       tool is not in the registry (names are looked up verbatim: ``"../x"`` is just an unknown
       name), the tool has no function, or the arguments fail the tool's JSON Schema 2020-12
-      (:func:`polyloop._schema.validate`: ``jsonschema`` with the ``schema`` extra, else a
+      (:func:`polyloop._base._schema.validate`: ``jsonschema`` with the ``schema`` extra, else a
       subset that agrees with it; ``format`` is not asserted) or do not bind to the function's
       signature. The observation names the problem; the function is not called.
     * ``executed`` — the function was called. Its return value is the observation (a ``str``

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from polyloop._timeout import checked_timeout_s
+from polyloop._base._timeout import checked_timeout_s
 from polyloop.ports import ModelDescription, RequestParameter
 from polyloop.types import Message, ModelReply, is_usage_number
 

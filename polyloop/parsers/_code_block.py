@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from polyloop._shown import shown
+from polyloop._base._shown import shown
 from polyloop.parsers._fences import FencedBlock, scan_fences
 from polyloop.types import Action, FinalAnswer, InvalidDecision, ModelReply, ParsedReply
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from polyloop._shown import shown
+from polyloop._base._shown import shown
 from polyloop.parsers._fences import scan_fences
 from polyloop.types import (
     MAX_NESTING,

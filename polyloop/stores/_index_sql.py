@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from polyloop._run_index import (
+from polyloop._base._run_index import (
     RUNNING,
     IndexDelta,
     Percentiles,
@@ -429,7 +429,7 @@ def stats_from_groups(
 
 def _percentiles(histogram: dict[int, int]) -> Percentiles | None:
     """Nearest-rank percentiles of a histogram (value → how many runs), as
-    :func:`polyloop._run_index.percentiles` computes them from the values."""
+    :func:`polyloop._base._run_index.percentiles` computes them from the values."""
     total = sum(histogram.values())
     if not total:
         return None

@@ -6,9 +6,9 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 
-from polyloop._closing import AsyncClosing
-from polyloop._run_id import validate_run_id
-from polyloop._run_index import (
+from polyloop._base._closing import AsyncClosing
+from polyloop._base._run_id import validate_run_id
+from polyloop._base._run_index import (
     RunQuery,
     RunStats,
     RunSummary,

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from polyloop._closing import AsyncClosing
-from polyloop._run_id import validate_run_id
-from polyloop._run_index import RunQuery, RunStats, RunSummary
+from polyloop._base._closing import AsyncClosing
+from polyloop._base._run_id import validate_run_id
+from polyloop._base._run_index import RunQuery, RunStats, RunSummary
 from polyloop.errors import (
     IndexNotBuilt,
     RunAlreadyExists,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
-from polyloop._run_index import (
+from polyloop._base._run_index import (
     RunQuery,
     RunStats,
     RunSummary,

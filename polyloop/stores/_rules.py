@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from polyloop._run_id import validate_run_id
+from polyloop._base._run_id import validate_run_id
 from polyloop.errors import (
     RunAlreadyExists,
     RunAlreadyFinished,

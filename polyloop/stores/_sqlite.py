@@ -48,9 +48,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from polyloop._closing import AsyncClosing
-from polyloop._run_id import validate_run_id
-from polyloop._run_index import RunQuery, RunStats, RunSummary
+from polyloop._base._closing import AsyncClosing
+from polyloop._base._run_id import validate_run_id
+from polyloop._base._run_index import RunQuery, RunStats, RunSummary
 from polyloop.errors import RunConflict, SchemaVersionError, StoreCorrupted
 from polyloop.stores._rules import check_append_many, check_batch, check_record, decode_log
 from polyloop.stores._sqlite_index import (

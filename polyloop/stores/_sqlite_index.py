@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from polyloop._run_index import (
+from polyloop._base._run_index import (
     IndexDelta,
     RunQuery,
     RunStats,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from polyloop._exception_text import exception_text
+from polyloop._base._exception_text import exception_text
 from polyloop.ports import ActionExecutor
 from polyloop.testing._base import (
     ContractBase,

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from polyloop._exception_text import exception_text
+from polyloop._base._exception_text import exception_text
 from polyloop.testing._shapes import SHORT, short
 from polyloop.testing._skips import not_applicable
 

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from polyloop._exception_text import exception_text
+from polyloop._base._exception_text import exception_text
 from polyloop.testing._sample_records import started
 from polyloop.types import Action, ActionIntent, ModelCallIntent, Record, RunStarted
 

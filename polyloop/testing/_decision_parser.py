@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from polyloop._exception_text import exception_text
+from polyloop._base._exception_text import exception_text
 from polyloop.ports import DecisionParser
 from polyloop.testing import _parse_child
 from polyloop.testing import strategies as pst

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from polyloop._exception_text import exception_text
+from polyloop._base._exception_text import exception_text
 from polyloop.testing import _crash_writer
 from polyloop.testing._crash_writer import close_store, open_store, planned_calls, planned_records
 from polyloop.testing._run_ids import fresh_run_ids

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from polyloop._exception_text import exception_text
+from polyloop._base._exception_text import exception_text
 from polyloop.ports import EventSink
 from polyloop.testing import strategies as pst
 from polyloop.testing._base import (

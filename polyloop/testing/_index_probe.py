@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, NoReturn
 
-from polyloop._run_index import RunQuery, RunSummary, summarize_log
+from polyloop._base._run_index import RunQuery, RunSummary, summarize_log
 from polyloop.ports import BatchRunStore, IndexedRunStore, RunStore
 from polyloop.testing._sample_records import started
 from polyloop.testing._skips import not_applicable

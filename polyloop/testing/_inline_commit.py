@@ -1,7 +1,7 @@
 """Probes of the optional inline commit (``InlineCommitRunStore.commit_now``).
 
 The loop calls ``commit_now`` in the run's own task instead of awaiting ``append_many`` when
-the store offers it under the rule of :func:`polyloop._commit.inline_commit`; the run-store
+the store offers it under the rule of :func:`polyloop._loop._commit.inline_commit`; the run-store
 suite checks it through the same rule, so it checks exactly the method the loop would call.
 Every comparison reads both logs through the store's own ``read_log``: the probes are about
 the commit, and a store's reading is checked by the other promises.
@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from polyloop._commit import inline_commit
+from polyloop._loop._commit import inline_commit
 from polyloop.ports import BatchRunStore, RunStore
 from polyloop.testing import _sample_records
 from polyloop.testing._shapes import mismatch

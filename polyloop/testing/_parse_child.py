@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from polyloop._exception_text import exception_text
+from polyloop._base._exception_text import exception_text
 from polyloop.types import Action, FinalAnswer, InvalidDecision, ModelReply
 
 __all__ = ["describe", "to_wire"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from polyloop._run_id import MAX_RUN_ID, RUN_ID_REST
+from polyloop._base._run_id import MAX_RUN_ID, RUN_ID_REST
 
 __all__ = ["MAX_RUN_ID", "fresh_run_id", "fresh_run_ids", "unique_run_id"]
 

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from polyloop._run_index import RunQuery
+from polyloop._base._run_index import RunQuery
 from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
 from polyloop.ports import BatchRunStore, RunStore
 from polyloop.testing import strategies as pst

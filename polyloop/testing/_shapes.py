@@ -15,7 +15,7 @@ import enum
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from polyloop._shown import shown
+from polyloop._base._shown import shown
 from polyloop.types import (
     Action,
     ActionOutcome,

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from polyloop._exception_text import exception_text
+from polyloop._base._exception_text import exception_text
 from polyloop.ports import RunStore
 from polyloop.stores import MemoryStore
 from polyloop.testing._run_ids import fresh_run_ids

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from polyloop._exception_text import exception_text
+from polyloop._base._exception_text import exception_text
 from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
 from polyloop.testing import _sample_records
 from polyloop.testing._base import require_samples

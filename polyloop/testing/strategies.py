@@ -55,7 +55,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from polyloop._run_id import MAX_RUN_ID, RUN_ID_FIRST, RUN_ID_REST
+from polyloop._base._run_id import MAX_RUN_ID, RUN_ID_FIRST, RUN_ID_REST
 from polyloop.tools import Tool, ToolRegistry
 from polyloop.types import (
     RECORD_TYPES,

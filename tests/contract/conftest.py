@@ -8,7 +8,7 @@ collected and skipped: an implementation whose every promise was skipped makes t
 ``incomplete``, and the main job must pass on a fresh machine that has only the embedded default
 store (the README's own install line, ``pip install -e '.[testing]'``).
 
-Every probe goes through :func:`polyloop._extras.extra_installed`, which is safe for dotted
+Every probe goes through :func:`polyloop._base._extras.extra_installed`, which is safe for dotted
 module names (``opentelemetry.sdk`` without ``opentelemetry`` answers "missing", not a crash).
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import warnings
 
-from polyloop._extras import extra_installed, install_hint
+from polyloop._base._extras import extra_installed, install_hint
 from polyloop.testing._base import in_ci
 from tests.conftest import _postgres_bindir
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 FACE = ("polyloop", "polyloop.cli")  # the face: the one layer no contract needs to name
 
@@ -17,14 +19,16 @@ def _contracts() -> list[dict[str, object]]:
     return contracts
 
 
+def _layers() -> list[list[str]]:
+    """The parts of each layer of the layers contract, top down."""
+    (contract,) = [c for c in _contracts() if c["type"] == "layers"]
+    layers = contract["layers"]
+    assert isinstance(layers, list)
+    return [[part.strip() for part in layer.split(":")] for layer in layers]
+
+
 def _named() -> set[str]:
-    names: set[str] = set()
-    for contract in _contracts():
-        for key in ("source_modules", "forbidden_modules"):
-            modules = contract[key]
-            assert isinstance(modules, list)
-            names.update(m.removesuffix(".**") for m in modules)
-    return names
+    return {part for layer in _layers() for part in layer}
 
 
 def _modules() -> list[str]:
@@ -61,6 +65,37 @@ def test_the_architecture_page_names_every_layer_module() -> None:
     assert not missing, f"docs/explanation/architecture.md names no layer for {missing}"
 
 
-def test_the_contracts_are_the_never_edges_and_the_root_rule() -> None:
-    # the seven edges of issue 24, the two of the batch runner, and the root rule
-    assert [c["type"] for c in _contracts()] == ["forbidden"] * 10
+def test_the_contracts_are_the_layers_and_the_root_rule() -> None:
+    assert [c["type"] for c in _contracts()] == ["layers", "forbidden"]
+
+
+# What `ls polyloop/` may show besides the parts the layers contract names: the package's own
+# files, and the face.
+_PACKAGE_FILES = {"__init__.py", "_version.py", "py.typed", "cli"}
+
+
+def test_the_top_of_the_package_lists_only_the_parts() -> None:
+    parts = {
+        name.split(".")[1]
+        for name in _named()
+        if name.startswith("polyloop.") and name != "polyloop"
+    }
+    entries = {
+        path.name.removesuffix(".py")
+        for path in (ROOT / "polyloop").iterdir()
+        if path.name != "__pycache__"
+    }
+    extra = sorted(entries - parts - {n.removesuffix(".py") for n in _PACKAGE_FILES})
+    assert not extra, f"polyloop/ holds {extra}, which belong to no part of the layers contract"
+
+
+def test_no_module_imports_itself_back_through_another() -> None:
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("polyloop", "pytest_polyloop")
+    circles = sorted(
+        " → ".join([module, *chain[1:]])
+        for module in graph.modules
+        for imported in graph.find_modules_directly_imported_by(module)
+        if (chain := graph.find_shortest_chain(importer=imported, imported=module))
+    )
+    assert not circles, "import circles:\n" + "\n".join(circles)

@@ -29,7 +29,7 @@ def test_the_otel_howto_example_prints_the_span_tree_the_page_shows() -> None:
 
 def test_the_howto_pins_the_semantic_conventions_version_the_code_follows() -> None:
     require_extra("otel")
-    from polyloop._otel_instrumentation import SEMCONV_VERSION
+    from polyloop._telemetry._instrumentation import SEMCONV_VERSION
 
     text = PAGE.read_text(encoding="utf-8")
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")

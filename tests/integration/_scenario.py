@@ -50,7 +50,7 @@ from polyloop import (
     Tool,
     ToolRegistry,
 )
-from polyloop._run_index import summarize_log
+from polyloop._base._run_index import summarize_log
 from polyloop.models import ScriptedModel
 from polyloop.ports import IndexedRunStore, ModelClient, RunStore
 from polyloop.stores import SQLiteStore, open_store

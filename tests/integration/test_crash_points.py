@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 from polyloop import ModelCallIntent, RunQuery, RunStarted
-from polyloop._run_index import summarize_log
+from polyloop._base._run_index import summarize_log
 from polyloop.stores import open_store
 from tests.integration._scenario import (
     CHILD_TIMEOUT_S,

@@ -28,7 +28,7 @@ from typing import IO, Any
 import pytest
 
 import polyloop
-from polyloop._run_index import summarize_log
+from polyloop._base._run_index import summarize_log
 from polyloop.models import ScriptedModel
 from polyloop.ports import IndexedRunStore
 from polyloop.stores import MemoryStore

@@ -273,7 +273,7 @@ async def test_without_opentelemetry_progress_still_reaches_the_callback_and_the
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The MCP SDK needs opentelemetry-api itself: "not installed" is what the lazy import says.
-    from polyloop import _otel_progress
+    from polyloop._telemetry import _progress as _otel_progress
 
     monkeypatch.setattr(_otel_progress, "_opentelemetry", lambda: None)
     heard: list[float] = []
@@ -293,7 +293,7 @@ async def test_without_opentelemetry_progress_still_reaches_the_callback_and_the
 
 def test_importing_polyloop_and_its_executors_imports_no_opentelemetry() -> None:
     script = (
-        "import sys, polyloop, polyloop.executors, polyloop._otel_progress\n"
+        "import sys, polyloop, polyloop.executors, polyloop._telemetry._progress\n"
         "from polyloop.executors import _mcp\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
     )

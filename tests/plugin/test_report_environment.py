@@ -8,7 +8,7 @@ import platform
 import pytest
 
 import polyloop
-from polyloop._extras import EXTRAS, extra_installed
+from polyloop._base._extras import EXTRAS, extra_installed
 from tests.plugin._sandbox import Project
 
 EXECUTOR = """\

@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 from polyloop import Action, ActionStatus, Tool, ToolRegistry
-from polyloop._exception_text import exception_message, exception_text
+from polyloop._base._exception_text import exception_message, exception_text
 from polyloop.executors import ToolExecutor
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import polyloop
 from polyloop import Action, ActionOutcome, ActionStatus, StepCompleted, Tool, ToolRegistry
-from polyloop._schema import violations
+from polyloop._base._schema import violations
 from polyloop.cli import main
 from polyloop.events import MemorySink
 from polyloop.executors import ToolExecutor
@@ -255,7 +255,7 @@ def test_each_violation_names_its_location_and_the_keyword_that_failed(
 
 
 def test_the_built_in_validator_names_the_same_keywords(monkeypatch: pytest.MonkeyPatch) -> None:
-    from polyloop import _schema
+    from polyloop._base import _schema
 
     monkeypatch.setattr(_schema, "_jsonschema", lambda: None)
 

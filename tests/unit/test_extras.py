@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from polyloop._extras import (
+from polyloop._base._extras import (
     EXTRAS,
     extra_installed,
     install_hint,
@@ -121,11 +121,12 @@ def test_the_hint_says_how_to_install_from_a_checkout() -> None:
 
 
 def test_no_probe_in_the_project_calls_find_spec_itself() -> None:
-    """Every optional probe goes through polyloop._extras (find_spec is unsafe for dotted names)."""
+    """Every optional probe goes through polyloop._base._extras (find_spec is unsafe for dotted
+    names)."""
     offenders = []
     for folder in ("polyloop", "pytest_polyloop", "tests", "examples", "benchmarks"):
         for path in sorted((ROOT / folder).rglob("*.py")):
-            if path == ROOT / "polyloop" / "_extras.py" or path == Path(__file__).resolve():
+            if path == ROOT / "polyloop" / "_base" / "_extras.py" or path == Path(__file__).resolve():
                 continue
             if re.search(r"\bfind_spec\(", path.read_text("utf-8")):
                 offenders.append(str(path.relative_to(ROOT)))

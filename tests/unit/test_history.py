@@ -1,4 +1,4 @@
-"""Message assembly on its own (``polyloop._history``): the parts of the history that no run
+"""Message assembly on its own (``polyloop._loop._history``): the parts of the history that no run
 can show, because the step that produces them ends the run."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from polyloop import Message, StepCompleted, StepRecord
-from polyloop._history import prompt_chars, step_messages
+from polyloop._loop._history import prompt_chars, step_messages
 
 
 def a_step(**fields: Any) -> StepRecord:

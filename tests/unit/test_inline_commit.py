@@ -126,7 +126,7 @@ async def test_a_subclass_overriding_both_commits_keeps_the_fast_path() -> None:
 
 
 async def test_the_fast_path_rule() -> None:
-    from polyloop._commit import inline_commit
+    from polyloop._loop._commit import inline_commit
 
     memory, wrapper = MemoryStore(), StoreWrapper()
     assert inline_commit(memory) is not None

@@ -1,4 +1,4 @@
-"""How the batch runner drives a run (``polyloop._loop.Driving``): a cancellation that
+"""How the batch runner drives a run (``polyloop._loop._run.Driving``): a cancellation that
 interrupts instead of finishing, and a time limit that finishes ``time_limit`` — each at a
 model call, an action and a commit in flight, which always lands first."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from polyloop import RunFinished, StopReason, Task
-from polyloop._loop import Driving, proceed, start
+from polyloop._loop._run import Driving, proceed, start
 from polyloop.stores import MemoryStore
 from polyloop.types import Record, RunLog
 from tests import batch_doubles

@@ -8,7 +8,7 @@ from pathlib import Path
 import polyloop
 
 PACKAGE = Path(polyloop.__file__).parent
-LOOP_MODULES = ("_loop.py", "_commit.py", "_delivery.py")
+LOOP_MODULES = ("_loop/_run.py", "_loop/_commit.py", "_loop/_delivery.py")
 
 
 def _tree(name: str) -> ast.Module:
@@ -36,7 +36,7 @@ def test_the_loop_never_tests_a_stores_exact_type() -> None:
 def test_no_function_in_the_loop_is_over_40_lines() -> None:
     long = [
         f"{node.name}: {node.end_lineno - node.lineno + 1} lines"  # type: ignore[operator]
-        for node in ast.walk(_tree("_loop.py"))
+        for node in ast.walk(_tree("_loop/_run.py"))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and node.end_lineno - node.lineno + 1 > 40  # type: ignore[operator]
     ]
@@ -46,5 +46,5 @@ def test_no_function_in_the_loop_is_over_40_lines() -> None:
 def test_the_stopping_order_lives_in_stopping_alone() -> None:
     for name in LOOP_MODULES:
         source = (PACKAGE / name).read_text(encoding="utf-8")
-        assert "max_steps" not in source, name  # budgets are read in _stopping.py
+        assert "max_steps" not in source, name  # budgets are read in _loop/_stopping.py
         assert "max_consecutive_parse_failures" not in source, name

@@ -1,6 +1,6 @@
 """A model client's exception reaches the log as ``"ExcType: message"`` whatever it is (#24).
 
-The step's ``model_error`` is built by :func:`polyloop._exception_text.exception_text`; an
+The step's ``model_error`` is built by :func:`polyloop._base._exception_text.exception_text`; an
 exception whose ``__str__`` raises, a huge message or control characters must still stop the
 run ``llm_error`` — before, a raising ``__str__`` made ``run()`` raise whatever it raised.
 """
@@ -11,7 +11,7 @@ import pytest
 
 import polyloop
 from polyloop import StopReason
-from polyloop._exception_text import DEFAULT_LIMIT
+from polyloop._base._exception_text import DEFAULT_LIMIT
 from polyloop.stores import MemoryStore
 from tests.unit._doubles import GOAL, agent, model_fails, script
 

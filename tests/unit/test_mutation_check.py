@@ -38,14 +38,14 @@ def _equivalents(tmp_path: Path, *names: str) -> Path:
     return path
 
 
-DIFF = "polyloop.report.x_diff_reports__mutmut_1"
-RENDER = "polyloop.report.x_render_text__mutmut_1"  # not a function the slice judges
+DIFF = "polyloop.report._diff.x_diff_reports__mutmut_1"
+RENDER = "polyloop.report._text.x_render_text__mutmut_1"  # not a function the slice judges
 
 
 def test_a_group_alone_accounts_only_for_the_mutants_it_judges(
     check: ModuleType, tmp_path: Path
 ) -> None:
-    # The CI slice failed on every rendering mutant of polyloop/report.py ("not judged by any
+    # The CI slice failed on every rendering mutant of the report package ("not judged by any
     # group") because it mutates the whole module but judges only the diff's functions.
     slice_ = _results(tmp_path, "slice", {DIFF: "killed", RENDER: "not checked"})
     assert check.check(_equivalents(tmp_path), [slice_]) == 0

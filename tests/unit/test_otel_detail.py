@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from polyloop._otel_detail import detail_attributes, detail_error_type
-from polyloop._otel_progress import PROGRESS_EVENT, ProgressEvents
+from polyloop._telemetry._detail import detail_attributes, detail_error_type
+from polyloop._telemetry._progress import PROGRESS_EVENT, ProgressEvents
 
 REFUSAL = {
     "kind": "invalid_arguments",

@@ -45,7 +45,7 @@ def tracked_package_files() -> list[str]:
 def test_the_wheel_carries_every_file_of_both_packages(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     tracked = tracked_package_files()
-    assert "polyloop/report.schema.json" in tracked
+    assert "polyloop/report/report.schema.json" in tracked
     assert "polyloop/py.typed" in tracked
     assert "pytest_polyloop/py.typed" in tracked
     assert [path for path in tracked if path not in names] == []

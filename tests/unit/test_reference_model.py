@@ -1,7 +1,7 @@
 """The loop against an independent reference model of the stopping order A–H.
 
 The reference below is deliberately naive: one ``while`` loop that follows SPEC §4 line by line
-and counts what it would write. It does not import ``polyloop._stopping`` (or anything of the
+and counts what it would write. It does not import ``polyloop._loop._stopping`` (or anything of the
 loop): if both were derived from the same code, a shared mistake would pass. Hypothesis drives
 random seam behaviour — model failures, invalid replies, final answers, every action status,
 completion flags, completion-marker tools, all four budgets with small limits — and the real run

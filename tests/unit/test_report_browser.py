@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from polyloop._extras import module_available
+from polyloop._base._extras import module_available
 from polyloop.report import render_html
 from tests.unit._reports import every_outcome_report
 

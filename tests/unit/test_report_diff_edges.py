@@ -4,7 +4,8 @@ testing before it had its own test (docs/explanation/mutation-testing.md)."""
 
 from __future__ import annotations
 
-from polyloop.report import NOT_RUN, ReportDiff, diff_reports, render_diff
+from polyloop.report import ReportDiff, diff_reports, render_diff
+from polyloop.report._diff import NOT_RUN
 from tests.unit.test_report_diff import implementation, report
 
 

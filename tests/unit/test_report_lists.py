@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from polyloop import report
 from polyloop.report import OUTCOMES, READABLE_SCHEMAS, SCHEMA, schema
+from polyloop.report import _format as report
 
 ADDED_IN_2 = ("setup_error",)
 

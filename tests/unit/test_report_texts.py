@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from polyloop.report import ReportError, _after_reruns, _reruns_heading, _shown, load_report
+from polyloop.report import ReportError, load_report
+from polyloop.report._format import _shown
+from polyloop.report._text import _after_reruns, _reruns_heading
 
 
 @pytest.mark.parametrize(

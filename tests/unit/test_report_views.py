@@ -382,7 +382,9 @@ def test_a_column_header_shows_the_ids_end_and_holds_all_of_it(
     assert parse(page).header_cells[1] == f"1 {implementation_id}"
 
 
-@pytest.mark.parametrize("module", ["polyloop._matrix", "polyloop._merge", "polyloop.report"])
+@pytest.mark.parametrize(
+    "module", ["polyloop.report._matrix", "polyloop.report._merge", "polyloop.report"]
+)
 def test_each_report_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=60
@@ -462,7 +464,7 @@ def _luminance(colour: str) -> float:
 
 
 def test_every_cell_colour_has_enough_contrast_for_its_text() -> None:
-    from polyloop._matrix import _COLOURS
+    from polyloop.report._matrix import _COLOURS
 
     page = render_html(FIXED["every outcome"])
     for outcome, (background, text) in _COLOURS.items():

@@ -1,4 +1,4 @@
-"""The run-id grammar has one home, ``polyloop._run_id`` (issue 24): the pattern
+"""The run-id grammar has one home, ``polyloop._base._run_id`` (issue 24): the pattern
 ``validate_run_id`` applies, the alphabets and length the contract kit draws and builds ids from,
 and PostgresStore's CHECK constraint all say the same thing."""
 
@@ -8,7 +8,7 @@ import re
 
 from hypothesis import given
 
-from polyloop._run_id import MAX_RUN_ID, RUN_ID_FIRST, RUN_ID_PATTERN, RUN_ID_REST
+from polyloop._base._run_id import MAX_RUN_ID, RUN_ID_FIRST, RUN_ID_PATTERN, RUN_ID_REST
 from polyloop.stores import _postgres
 from polyloop.testing import _run_ids, strategies
 

@@ -21,7 +21,7 @@ from polyloop import (
     RunQuery,
     StopReason,
 )
-from polyloop._run_index import nearest_rank, percentiles, stats_of, summarize_log
+from polyloop._base._run_index import nearest_rank, percentiles, stats_of, summarize_log
 from polyloop.ports import IndexedRunStore
 from polyloop.stores import MemoryStore, SQLiteStore, open_store
 from tests.unit._index_runs import finished, run_batches

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from polyloop import IndexNotBuilt, Record, RunQuery, StopReason
-from polyloop._run_index import stats_of, summarize_log
+from polyloop._base._run_index import stats_of, summarize_log
 from polyloop.cli import main
 from polyloop.stores import SQLiteStore
 from polyloop.stores import _sqlite_index as sqlite_index

@@ -24,10 +24,10 @@ from polyloop import (
     StepCompleted,
     StopReason,
     SyntheticObservations,
-    _history,
     resume,
     run,
 )
+from polyloop._loop import _history
 from polyloop.stores import MemoryStore
 
 STEPS = 150

@@ -3,7 +3,7 @@ each with its own cut and its own marker)."""
 
 from __future__ import annotations
 
-from polyloop._shown import shown
+from polyloop._base._shown import shown
 
 
 def test_a_short_value_is_its_repr() -> None:

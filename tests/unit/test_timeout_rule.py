@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from polyloop._timeout import checked_timeout_s, shown_timeout
+from polyloop._base._timeout import checked_timeout_s, shown_timeout
 from tests.conftest import require_extra
 
 BAD = [math.inf, -math.inf, math.nan, 0, 0.0, -1, True, False, "5", [5]]

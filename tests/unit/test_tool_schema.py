@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from polyloop import MAX_NESTING, Action, ActionStatus, Tool, ToolRegistry
-from polyloop import _schema as schema_module
-from polyloop._schema import BUILTIN_KEYWORDS, INSTALL_HINT, check_schema, validate
+from polyloop._base import _schema as schema_module
+from polyloop._base._schema import BUILTIN_KEYWORDS, INSTALL_HINT, check_schema, validate
 from polyloop.executors import ToolExecutor
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

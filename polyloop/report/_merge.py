@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from polyloop.report import OUTCOMES, SCHEMA, MergeError
+from polyloop.report._format import OUTCOMES, SCHEMA, MergeError
 
 __all__ = ["PRECEDENCE", "MergeError", "merge_reports", "report_id_of"]
 

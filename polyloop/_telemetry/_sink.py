@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Final
 
-from polyloop._otel_detail import detail_attributes, detail_error_type
+from polyloop._telemetry._detail import detail_attributes, detail_error_type
 from polyloop.types import (
     ActionIntent,
     ActionStatus,

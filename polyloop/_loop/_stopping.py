@@ -1,6 +1,6 @@
 """The stopping order, decided here and nowhere else. Pure functions of loop state: no I/O.
 
-One iteration of a run (``polyloop._loop._Driver.iterate`` calls these, in this order):
+One iteration of a run (``polyloop._loop._run._Driver.iterate`` calls these, in this order):
 
 A  budget admission      :func:`admit`          steps ≥ max → step_budget; executed ≥ max →
                                                  action_budget (both at once → step_budget)
@@ -17,7 +17,7 @@ G  completion            :func:`settle`         env_error → env_error; execute
 H  back to A
 
 Three stop reasons come from outside the iteration, at whatever ``await`` the run is in
-(``polyloop._loop._Driver.guarded``; a commit in flight always lands first):
+(``polyloop._loop._run._Driver.guarded``; a commit in flight always lands first):
 ``cancelled`` — ``run()`` was cancelled deliberately (a batch's Ctrl-C is not that: it
 interrupts and writes no finish); ``time_limit`` — the per-run time limit of ``run_many``
 elapsed; ``resume_state_unknown`` — a resume met an action intent it may not replay.

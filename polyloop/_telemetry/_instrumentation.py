@@ -21,10 +21,10 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Final, Literal, Self
 
-from polyloop._otel import budget_attributes, usage_attributes
-from polyloop._otel_detail import clean as _clean
-from polyloop._otel_detail import detail_attributes, detail_error_type
-from polyloop._otel_progress import CAPTURE_CONTENT_KEY
+from polyloop._telemetry._detail import clean as _clean
+from polyloop._telemetry._detail import detail_attributes, detail_error_type
+from polyloop._telemetry._progress import CAPTURE_CONTENT_KEY
+from polyloop._telemetry._sink import budget_attributes, usage_attributes
 from polyloop._version import __version__
 from polyloop.ports import ModelClient, ModelDescription
 from polyloop.types import (

@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any, TypeVar
 
-from polyloop._canonical_json import canonical_json
-from polyloop._utf8_json import utf8_json
+from polyloop._base._canonical_json import canonical_json
+from polyloop._base._utf8_json import utf8_json
 from polyloop.errors import SchemaVersionError
 
 __all__ = [
@@ -110,7 +110,7 @@ def record_to_json(record: object, kind: str, *, walk: bool) -> str:
     for the walk that counts levels (a record whose own type does not bound its user data).
 
     The text is always valid UTF-8: a lone surrogate is written as its JSON escape
-    (:func:`polyloop._utf8_json.utf8_json`), so every store that keeps this text as it is
+    (:func:`polyloop._base._utf8_json.utf8_json`), so every store that keeps this text as it is
     round-trips every string Python and JSON accept.
 
     Every record but ``RunStarted`` holds user data whose depth its own type already bounds

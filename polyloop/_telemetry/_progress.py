@@ -21,7 +21,7 @@ import os
 from types import ModuleType
 from typing import Any, Final
 
-from polyloop._otel_detail import clean
+from polyloop._telemetry._detail import clean
 
 __all__ = ["CAPTURE_CONTENT_KEY", "PROGRESS_EVENT", "ProgressEvents", "progress_events"]
 

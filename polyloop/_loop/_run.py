@@ -2,13 +2,13 @@
 
 Every side effect is preceded by a durable intent record; every appended record is then
 emitted as an event. Three concerns live in their own modules: committing records (strategies,
-the cancellation protocol: :mod:`polyloop._commit`), delivering events (best effort, failures
-counted: :mod:`polyloop._delivery`) and the stop decisions (:mod:`polyloop._stopping`).
+the cancellation protocol: :mod:`polyloop._loop._commit`), delivering events (best effort, failures
+counted: :mod:`polyloop._loop._delivery`) and the stop decisions (:mod:`polyloop._loop._stopping`).
 
 Cancellation can arrive at every ``await`` below: reading the log, each commit, each emit, the
 model call and the action. Wherever it arrives, ``CancelledError`` is re-raised; before that, if
 the run was started and not yet finished, one ``RunFinished(cancelled)`` is appended. A commit
-in flight is never cut in half (:mod:`polyloop._commit`).
+in flight is never cut in half (:mod:`polyloop._loop._commit`).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from polyloop import _history, _stopping
-from polyloop._commit import Committer
-from polyloop._delivery import Delivery
-from polyloop._exception_text import exception_text
-from polyloop._run_id import new_run_id, validate_run_id
+from polyloop._base._exception_text import exception_text
+from polyloop._base._run_id import new_run_id, validate_run_id
+from polyloop._loop import _history, _stopping
+from polyloop._loop._commit import Committer
+from polyloop._loop._delivery import Delivery
 from polyloop.errors import ParametersChanged, RunAlreadyExists, RunNotFound, StoreCorrupted
 from polyloop.events import NullSink
 from polyloop.ports import (
@@ -217,7 +217,7 @@ class _Driver:
     # ------------------------------------------------------------------ the iteration
 
     async def iterate(self) -> RunResult:
-        """A–H until a stop. Each stop is decided in :mod:`polyloop._stopping`."""
+        """A–H until a stop. Each stop is decided in :mod:`polyloop._loop._stopping`."""
         budget = self.agent.budget
         while True:
             stop = _stopping.admit(budget, self.counters)  # A

@@ -6,7 +6,7 @@ import re
 import string
 import uuid
 
-from polyloop._shown import shown
+from polyloop._base._shown import shown
 from polyloop.errors import InvalidRunId
 
 __all__ = [

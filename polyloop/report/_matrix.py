@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from polyloop.report import GLYPHS, OUTCOMES, diff_reports
+from polyloop.report._diff import diff_reports
+from polyloop.report._format import GLYPHS, OUTCOMES
 
 __all__ = [
     "GLYPHS",
