@@ -28,6 +28,7 @@ from polyloop.events import MemorySink
 from polyloop.models import ScriptedModel
 from polyloop.ports import RunStore
 from polyloop.stores import SQLiteStore
+from polyloop.stores import _sqlite as sqlite_module
 from tests.integration._scenario import (
     SCENARIOS,
     CrashPoints,
@@ -42,6 +43,11 @@ from tests.integration._scenario import (
     result_data,
     watch_inside_commits,
 )
+
+# A steady disk, as the other inline-commit tests pin it: on a loaded machine one fsync over
+# 10 ms would send the next commits to the worker, and the test's count of commits made in the
+# run's own task would depend on the machine's load instead of on the loop.
+sqlite_module._SLOW_INLINE_COMMIT_S = 3600.0
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
