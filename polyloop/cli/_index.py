@@ -47,26 +47,7 @@ def add_index_commands(
     commands: Any, store_option: argparse.ArgumentParser, handlers: dict[str, Any]
 ) -> None:
     """Add ``runs``, ``stats``, ``export`` and ``migrate`` to the CLI's subcommands."""
-    filters = argparse.ArgumentParser(add_help=False)
-    filters.add_argument("--batch", metavar="ID", help="only the runs of this batch")
-    filters.add_argument(
-        "--stop-reason",
-        action="append",
-        default=[],
-        metavar="REASON",
-        help="only runs that stopped for this reason, or 'running' for unfinished ones "
-        "(repeatable: any of them)",
-    )
-    filters.add_argument(
-        "--since", metavar="TIME", help="only runs started at or after this ISO 8601 time (UTC)"
-    )
-    filters.add_argument(
-        "--label",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="only runs carrying this label (repeatable: all of them)",
-    )
+    filters = _filter_options()
     limit = argparse.ArgumentParser(add_help=False)
     limit.add_argument(
         "--limit", metavar="N", help="only the newest N runs (still listed oldest first)"
@@ -104,6 +85,31 @@ def add_index_commands(
     parsers["export"].add_argument(
         "-o", "--output", default="-", metavar="FILE", help="where to write (default -: stdout)"
     )
+
+
+def _filter_options() -> argparse.ArgumentParser:
+    """The options that select runs, shared by ``runs``, ``stats`` and ``export``."""
+    filters = argparse.ArgumentParser(add_help=False)
+    filters.add_argument("--batch", metavar="ID", help="only the runs of this batch")
+    filters.add_argument(
+        "--stop-reason",
+        action="append",
+        default=[],
+        metavar="REASON",
+        help="only runs that stopped for this reason, or 'running' for unfinished ones "
+        "(repeatable: any of them)",
+    )
+    filters.add_argument(
+        "--since", metavar="TIME", help="only runs started at or after this ISO 8601 time (UTC)"
+    )
+    filters.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only runs carrying this label (repeatable: all of them)",
+    )
+    return filters
 
 
 # --------------------------------------------------------------------------- arguments
