@@ -14,8 +14,8 @@ HUGE_MESSAGE = "\x1b[31m" + "x" * 100_000 + "\x00"
 CAPPED = DEFAULT_LIMIT + 60
 
 
-class Unprintable(TimeoutError):
-    """A timeout (so the loop turns a model's into llm_error) that cannot be put into words."""
+class Unprintable(Exception):
+    """An exception that cannot be put into words: its ``__str__`` and ``__repr__`` raise."""
 
     def __str__(self) -> str:
         raise RuntimeError("__str__ raised")
@@ -24,8 +24,12 @@ class Unprintable(TimeoutError):
         raise RuntimeError("__repr__ raised")
 
 
-def unprintable_text() -> str:
-    return f"Unprintable: {UNRENDERABLE}"
+class UnprintableTimeout(Unprintable, TimeoutError):
+    """One a model client may raise: the loop turns a model's timeout into llm_error."""
+
+
+def unprintable_text(error: Unprintable) -> str:
+    return f"{type(error).__name__}: {UNRENDERABLE}"
 
 
 def is_capped_and_clean(text: str, around: int = 0) -> bool:

@@ -154,7 +154,7 @@ def test_the_progress_warning_shows_any_exception_safely(
 
     (message,) = [r.getMessage() for r in caplog.records if "progress" in r.getMessage()]
     if isinstance(error, Unprintable):
-        assert f"recording a tool's progress ({unprintable_text()})" in message
+        assert f"recording a tool's progress ({unprintable_text(error)})" in message
     else:
         assert "recording a tool's progress (ValueError: \\x1b[31mxxx" in message
         assert is_capped_and_clean(message, around=200)
@@ -175,7 +175,7 @@ def test_the_warning_for_an_unreadable_current_span_shows_any_exception_safely(
     assert progress_events() is None
     (message,) = [r.getMessage() for r in caplog.records if "current span" in r.getMessage()]
     if isinstance(error, Unprintable):
-        assert f"reading the current span ({unprintable_text()})" in message
+        assert f"reading the current span ({unprintable_text(error)})" in message
     else:
         assert "reading the current span (ValueError: \\x1b[31mxxx" in message
         assert is_capped_and_clean(message, around=200)

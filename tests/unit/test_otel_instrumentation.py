@@ -47,6 +47,7 @@ from tests.unit._doubles import (
 from tests.unit._hostile_errors import (
     HUGE_MESSAGE,
     Unprintable,
+    UnprintableTimeout,
     is_capped_and_clean,
     unprintable_text,
 )
@@ -1275,15 +1276,16 @@ def test_an_unknown_name_of_the_instrumentation_module_is_an_attribute_error():
 @pytest.mark.asyncio
 async def test_a_failed_seam_calls_span_status_survives_an_exception_whose_str_raises():
     telemetry = Telemetry()
+    error = UnprintableTimeout()
 
     result = await polyloop.run(
-        agent(), GOAL, **described_run(Unprintable()), instrumentation=telemetry.instrumentation()
+        agent(), GOAL, **described_run(error), instrumentation=telemetry.instrumentation()
     )
 
     assert result.stop_reason is StopReason.LLM_ERROR
     chat = telemetry.one("chat")
     assert chat.status.status_code is StatusCode.ERROR
-    assert chat.status.description == unprintable_text()
+    assert chat.status.description == unprintable_text(error)
 
 
 @pytest.mark.asyncio
@@ -1330,7 +1332,7 @@ async def test_the_warning_for_an_opentelemetry_failure_shows_any_exception_safe
 
     (message,) = [r.getMessage() for r in caplog.records if r.name == "polyloop.otel"]
     if isinstance(error, Unprintable):
-        assert f"starting a chat span ({unprintable_text()})" in message
+        assert f"starting a chat span ({unprintable_text(error)})" in message
     else:
         assert "starting a chat span (ValueError: \\x1b[31mxxx" in message
         assert is_capped_and_clean(message, around=200)
