@@ -28,6 +28,7 @@ from polyloop._base._run_index import (
     stats_of,
     summarize_log,
 )
+from polyloop.cli._errors import one_line
 from polyloop.cli._read_only import NoStore, ReadOnlySQLite, open_for_reading
 from polyloop.errors import IndexNotBuilt, PolyloopError, SchemaVersionError, StoreCorrupted
 from polyloop.ports import RunStore
@@ -215,7 +216,7 @@ async def _summaries_from_logs(store: Reader) -> tuple[list[RunSummary], dict[st
         try:
             log = await store.read_log(run_id)
         except (PolyloopError, ValueError) as exc:  # one damaged run must not hide the others
-            unreadable[run_id] = " ".join(str(exc).split()) or type(exc).__name__
+            unreadable[run_id] = one_line(exc)
             continue
         summary = summarize_log(run_id, log)
         if summary is not None:
