@@ -25,82 +25,119 @@ from pytest_polyloop._tagging import MARKER_NAME
 pytest.register_assert_rewrite("polyloop.testing")
 
 
+# table of data: the plugin's command-line options, (flag, keyword arguments of addoption)
+_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--polyloop-conformance",
+        dict(
+            action="store_true",
+            default=False,
+            help="run polyloop's contract suites against every tagged seam fixture and "
+            "hand-written suite subclass (and nothing else), and print the conformance report",
+        ),
+    ),
+    (
+        "--polyloop-seam",
+        dict(
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="with --polyloop-conformance: only this seam (repeatable)",
+        ),
+    ),
+    (
+        "--polyloop-report",
+        dict(
+            default=None,
+            metavar="PATH.json",
+            help="write the conformance report as JSON (schema polyloop-conformance/2)",
+        ),
+    ),
+    (
+        "--polyloop-report-md",
+        dict(
+            default=None,
+            metavar="PATH.md",
+            help="write the conformance report as Markdown (also appended to $GITHUB_STEP_SUMMARY "
+            "when that is set)",
+        ),
+    ),
+    (
+        "--polyloop-matrix",
+        dict(
+            action="store_true",
+            default=False,
+            help="with --polyloop-conformance: also print the promise x implementation matrix (a "
+            "glyph per outcome, split into column groups to fit the terminal)",
+        ),
+    ),
+    (
+        "--polyloop-job",
+        dict(
+            default=None,
+            metavar="LABEL",
+            help="which CI job or shard this run is (recorded in the report's environment; "
+            "polyloop report merge lists it)",
+        ),
+    ),
+    (
+        "--polyloop-baseline",
+        dict(
+            default=None,
+            metavar="OLD.json",
+            help="an earlier JSON report: a violated promise that never held there is 'pending' "
+            "and does not fail the run; one that held there is a regression",
+        ),
+    ),
+    (
+        "--polyloop-timeout",
+        dict(
+            default=None,
+            metavar="SECONDS",
+            help="time limit for each phase (set-up, probe, tear-down) of every contract item; a "
+            "probe that runs past it is violated ('timed out after N s in <promise>') and the "
+            "session goes on (default 120; 0: no limit)",
+        ),
+    ),
+)
+
+# table of data: the plugin's ini keys, (key, keyword arguments of addini)
+_INI_KEYS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "polyloop_timeout",
+        dict(
+            type="string",
+            default="",
+            help="time limit in seconds for each phase of every contract item "
+            "(default 120; 0: none)",
+        ),
+    ),
+    (
+        "polyloop_seams",
+        dict(
+            type="linelist",
+            default=[],
+            help="seam implementations by fixture name, one per line: "
+            "seam:fixture[:samples_fixture]",
+        ),
+    ),
+    (
+        "polyloop_waive",
+        dict(
+            type="linelist",
+            default=[],
+            help="waivers, one per line: <implementation id> <promise id>: <reason>",
+        ),
+    ),
+)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("polyloop", "polyloop contract conformance")
-    group.addoption(
-        "--polyloop-conformance",
-        action="store_true",
-        default=False,
-        help="run polyloop's contract suites against every tagged seam fixture and hand-written "
-        "suite subclass (and nothing else), and print the conformance report",
-    )
-    group.addoption(
-        "--polyloop-seam",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="with --polyloop-conformance: only this seam (repeatable)",
-    )
-    group.addoption(
-        "--polyloop-report",
-        default=None,
-        metavar="PATH.json",
-        help="write the conformance report as JSON (schema polyloop-conformance/2)",
-    )
-    group.addoption(
-        "--polyloop-report-md",
-        default=None,
-        metavar="PATH.md",
-        help="write the conformance report as Markdown (also appended to $GITHUB_STEP_SUMMARY "
-        "when that is set)",
-    )
-    group.addoption(
-        "--polyloop-matrix",
-        action="store_true",
-        default=False,
-        help="with --polyloop-conformance: also print the promise x implementation matrix (a "
-        "glyph per outcome, split into column groups to fit the terminal)",
-    )
-    group.addoption(
-        "--polyloop-job",
-        default=None,
-        metavar="LABEL",
-        help="which CI job or shard this run is (recorded in the report's environment; "
-        "polyloop report merge lists it)",
-    )
-    group.addoption(
-        "--polyloop-baseline",
-        default=None,
-        metavar="OLD.json",
-        help="an earlier JSON report: a violated promise that never held there is 'pending' "
-        "and does not fail the run; one that held there is a regression",
-    )
-    group.addoption(
-        "--polyloop-timeout",
-        default=None,
-        metavar="SECONDS",
-        help="time limit for each phase (set-up, probe, tear-down) of every contract item; a "
-        "probe that runs past it is violated ('timed out after N s in <promise>') and the "
-        "session goes on (default 120; 0: no limit)",
-    )
-    parser.addini(
-        "polyloop_timeout",
-        type="string",
-        default="",
-        help="time limit in seconds for each phase of every contract item (default 120; 0: none)",
-    )
-    parser.addini(
-        "polyloop_seams",
-        type="linelist",
-        default=[],
-        help="seam implementations by fixture name, one per line: seam:fixture[:samples_fixture]",
-    )
-    parser.addini(
-        "polyloop_waive",
-        type="linelist",
-        default=[],
-        help="waivers, one per line: <implementation id> <promise id>: <reason>",
-    )
+    for flag, keywords in _OPTIONS:
+        group.addoption(flag, **keywords)
+    for key, keywords in _INI_KEYS:
+        parser.addini(key, **keywords)
 
 
 @pytest.hookimpl(wrapper=True)

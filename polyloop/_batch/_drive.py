@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict
 
 from polyloop._base._exception_text import exception_text
 from polyloop._base._shown import shown
@@ -20,7 +20,7 @@ from polyloop._batch._outcome import Tally, TaskOutcome
 from polyloop._batch._tasks import SeamsFactory, Task, batch_run_id, seams_of
 from polyloop._loop._run import Driving, proceed, start
 from polyloop.errors import InvalidRunId
-from polyloop.ports import EventSink, RunStore
+from polyloop.ports import ActionExecutor, DecisionParser, EventSink, ModelClient, RunStore
 from polyloop.types import AgentDefinition, Event, RunLog, parameters_hash
 
 __all__ = ["Verdict", "drive_task", "judge"]
@@ -108,6 +108,17 @@ class _Counting:
             await self.sink.emit(event)
 
 
+class _Arguments(TypedDict):
+    """What starting and resuming a task's run take alike."""
+
+    model: ModelClient
+    parser: DecisionParser
+    executor: ActionExecutor
+    store: RunStore
+    events: EventSink
+    how: Driving
+
+
 async def drive_task(
     agent: AgentDefinition,
     task: Task,
@@ -145,40 +156,44 @@ async def drive_task(
         run_seams = seams_of(seams(task))
     except Exception as exc:
         return tally.outcome(task.id, run_id, "failed", error=exception_text(exc))
-    events = _Counting(tally, run_seams.events)
-    how = Driving(interruptible=True, time_limit_s=time_limit_s)
+    arguments = _Arguments(
+        model=run_seams.model,
+        parser=run_seams.parser,
+        executor=run_seams.executor,
+        store=store,
+        events=_Counting(tally, run_seams.events),
+        how=Driving(interruptible=True, time_limit_s=time_limit_s),
+    )
     try:
-        if verdict.action == "resume":
-            await proceed(
-                run_id,
-                agent,
-                model=run_seams.model,
-                parser=run_seams.parser,
-                executor=run_seams.executor,
-                store=store,
-                events=events,
-                how=how,
-            )
-        else:
-            await start(
-                agent,
-                task.goal,
-                model=run_seams.model,
-                parser=run_seams.parser,
-                executor=run_seams.executor,
-                store=store,
-                events=events,
-                run_id=run_id,
-                batch=batch,
-                task_id=task.id,
-                labels=task.labels,
-                how=how,
-            )
+        await _drive(verdict, agent, task, batch, run_id, arguments)
     except Exception as exc:
         return tally.outcome(task.id, run_id, "failed", error=exception_text(exc))
     finally:
         await _close(run_seams.executor)
     return tally.outcome(task.id, run_id, "resumed" if verdict.action == "resume" else "started")
+
+
+async def _drive(
+    verdict: Verdict,
+    agent: AgentDefinition,
+    task: Task,
+    batch: str,
+    run_id: str,
+    arguments: _Arguments,
+) -> None:
+    """Resume the task's run, or start it, as ``verdict`` says."""
+    if verdict.action == "resume":
+        await proceed(run_id, agent, **arguments)
+    else:
+        await start(
+            agent,
+            task.goal,
+            run_id=run_id,
+            batch=batch,
+            task_id=task.id,
+            labels=task.labels,
+            **arguments,
+        )
 
 
 async def _close(executor: object) -> None:

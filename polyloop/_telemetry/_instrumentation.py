@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Final, Literal, Self
 
+from polyloop._base._exception_text import exception_text
 from polyloop._telemetry._detail import clean as _clean
 from polyloop._telemetry._detail import detail_attributes, detail_error_type
 from polyloop._telemetry._progress import CAPTURE_CONTENT_KEY
@@ -430,12 +431,11 @@ class _RunScope:
             return
         self.warned.add(kind)
         _log.warning(
-            "run %s: OpenTelemetry failed %s (%s: %s); the run goes on, and this failure is "
+            "run %s: OpenTelemetry failed %s (%s); the run goes on, and this failure is "
             "not logged again for this run",
             self.run_id,
             what,
-            type(exc).__qualname__,
-            exc,
+            exception_text(exc),
         )
 
 
@@ -447,7 +447,7 @@ def _a(name: str) -> str:
 
 def _fail(span: Span, exc: BaseException) -> None:
     span.set_attribute("error.type", _error_type(exc))
-    span.set_status(Status(StatusCode.ERROR, _clean(f"{_error_type(exc)}: {exc}")))
+    span.set_status(Status(StatusCode.ERROR, _clean(exception_text(exc))))
 
 
 def _described(scope: _RunScope, model: ModelClient) -> ModelDescription | None:

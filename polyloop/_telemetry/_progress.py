@@ -21,6 +21,7 @@ import os
 from types import ModuleType
 from typing import Any, Final
 
+from polyloop._base._exception_text import exception_text
 from polyloop._telemetry._detail import clean
 
 __all__ = ["CAPTURE_CONTENT_KEY", "PROGRESS_EVENT", "ProgressEvents", "progress_events"]
@@ -69,10 +70,9 @@ class ProgressEvents:
             if not self.warned:
                 self.warned = True
                 _log.warning(
-                    "OpenTelemetry failed recording a tool's progress (%s: %s); the call goes "
+                    "OpenTelemetry failed recording a tool's progress (%s); the call goes "
                     "on, and this is not logged again for this call",
-                    type(exc).__qualname__,
-                    exc,
+                    exception_text(exc),
                 )
 
 
@@ -90,7 +90,7 @@ def progress_events() -> ProgressEvents | None:
             return None
         said = context.get_value(CAPTURE_CONTENT_KEY)
     except Exception as exc:
-        _log.warning("OpenTelemetry failed reading the current span (%s)", exc)
+        _log.warning("OpenTelemetry failed reading the current span (%s)", exception_text(exc))
         return None
     if not isinstance(said, bool):  # a span of the caller's own, not the instrumentation's
         said = os.environ.get(_CONTENT_ENV, "").strip().lower() == "true"

@@ -20,11 +20,11 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, NoReturn, TextIO
 
-from polyloop._base._exception_text import exception_message
 from polyloop._base._run_id import validate_run_id
 from polyloop._base._run_index import RunQuery, RunSummary
 from polyloop.cli._batch import add_batch_command
 from polyloop.cli._demo import run_demo
+from polyloop.cli._errors import is_driver_error, refuse
 from polyloop.cli._index import (
     Output,
     StoreUnavailable,
@@ -92,18 +92,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help or --version: argparse printed it
         return exc.code if isinstance(exc.code, int) else USAGE
     except (UsageError, ValueError) as exc:
-        return _refuse(exc, USAGE)
+        return refuse(exc, USAGE)
     try:
         status = asyncio.run(handler(args, sys.stdout))
     except KeyboardInterrupt:
         return 130
     except StoreUnavailable as exc:  # bad input: a store that cannot be opened
-        return _refuse(exc, USAGE)
+        return refuse(exc, USAGE)
     except (CommandError, NoStore, PolyloopError, ValueError, OSError, sqlite3.Error) as exc:
-        return _refuse(exc, FAILED)
+        return refuse(exc, FAILED)
     except Exception as exc:
-        if _is_driver_error(exc):  # e.g. PostgreSQL unreachable: a failure, not a crash
-            return _refuse(exc, FAILED)
+        if is_driver_error(exc):  # e.g. PostgreSQL unreachable: a failure, not a crash
+            return refuse(exc, FAILED)
         raise
     return int(status)
 
@@ -147,23 +147,6 @@ def _check_arguments(args: argparse.Namespace) -> None:
         query_of(args)
     if getattr(args, "output", None) is not None:
         Output(args.output).check()
-
-
-def _one_line(exc: BaseException) -> str:
-    """The error's message on one line (its type's name when it has none)."""
-    return " ".join(exception_message(exc, limit=None).split()) or type(exc).__name__
-
-
-def _refuse(exc: BaseException, status: int) -> int:
-    message = _one_line(exc)
-    text = f"polyloop: error: {message}\n"
-    sys.stderr.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
-    return status
-
-
-def _is_driver_error(exc: Exception) -> bool:
-    psycopg = sys.modules.get("psycopg")
-    return psycopg is not None and isinstance(exc, psycopg.Error)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -24,9 +24,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from polyloop._base._exception_text import exception_message
 from polyloop._batch import BatchSummary, Plan, batch_run_id, execute, plan, vet
 from polyloop.cli._batch_display import ProgressLine, render_summary
+from polyloop.cli._errors import is_driver_error, one_line, refuse
 from polyloop.cli._fail_on import BadRule, FailOn, parse_rules, tripped
 from polyloop.cli._import_path import BadImportPath, load
 from polyloop.cli._tasks_file import BadTasks, NumberedTask, read_tasks
@@ -103,18 +103,18 @@ def run_batch_command(args: argparse.Namespace) -> int:
     try:
         settings = _settings(args)
     except (Refused, BadTasks, BadImportPath, BadRule, ValueError) as exc:
-        return _refuse(exc, USAGE)
+        return refuse(exc, USAGE)
     signals = _Signals()
     previous = {number: signal.signal(number, signals.handle) for number in _EXIT_ON_SIGNAL}
     try:
         return asyncio.run(_batch(settings, sys.stdout, sys.stderr, signals))
     except Refused as exc:
-        return _refuse(exc, USAGE)
+        return refuse(exc, USAGE)
     except (PolyloopError, OSError, sqlite3.Error) as exc:
-        return _refuse(exc, FAILED)
+        return refuse(exc, FAILED)
     except Exception as exc:
-        if _is_driver_error(exc):
-            return _refuse(exc, FAILED)
+        if is_driver_error(exc):
+            return refuse(exc, FAILED)
         raise
     finally:
         # Once a signal interrupted the batch the process is on its way out and the signals
@@ -265,7 +265,7 @@ async def _vetted(settings: _Settings, store: RunStore, lines: dict[str, int]) -
     except (PolyloopError, OSError, sqlite3.Error) as exc:
         raise Refused(_unopened(exc)) from None
     except Exception as exc:
-        if _is_driver_error(exc):
+        if is_driver_error(exc):
             raise Refused(_unopened(exc)) from None
         raise
     return vetted
@@ -273,7 +273,7 @@ async def _vetted(settings: _Settings, store: RunStore, lines: dict[str, int]) -
 
 def _unopened(exc: BaseException) -> str:
     # Not the URL: it may hold a password. The store's own message names the file or server.
-    return f"--store: the store cannot be opened: {_text(exc)}"
+    return f"--store: the store cannot be opened: {one_line(exc)}"
 
 
 async def _driven(checked: Plan, progress: ProgressLine, signals: _Signals) -> BatchSummary:
@@ -292,18 +292,3 @@ async def _tick(progress: ProgressLine) -> None:
     while True:
         await asyncio.sleep(_TICK_S)
         progress.tick()
-
-
-def _text(exc: BaseException) -> str:
-    return " ".join(exception_message(exc, limit=None).split()) or type(exc).__name__
-
-
-def _refuse(exc: BaseException, status: int) -> int:
-    text = f"polyloop: error: {_text(exc)}\n"
-    sys.stderr.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
-    return status
-
-
-def _is_driver_error(exc: BaseException) -> bool:
-    psycopg = sys.modules.get("psycopg")
-    return psycopg is not None and isinstance(exc, psycopg.Error)

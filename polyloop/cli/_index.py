@@ -28,6 +28,7 @@ from polyloop._base._run_index import (
     stats_of,
     summarize_log,
 )
+from polyloop.cli._errors import one_line
 from polyloop.cli._read_only import NoStore, ReadOnlySQLite, open_for_reading
 from polyloop.errors import IndexNotBuilt, PolyloopError, SchemaVersionError, StoreCorrupted
 from polyloop.ports import RunStore
@@ -47,26 +48,7 @@ def add_index_commands(
     commands: Any, store_option: argparse.ArgumentParser, handlers: dict[str, Any]
 ) -> None:
     """Add ``runs``, ``stats``, ``export`` and ``migrate`` to the CLI's subcommands."""
-    filters = argparse.ArgumentParser(add_help=False)
-    filters.add_argument("--batch", metavar="ID", help="only the runs of this batch")
-    filters.add_argument(
-        "--stop-reason",
-        action="append",
-        default=[],
-        metavar="REASON",
-        help="only runs that stopped for this reason, or 'running' for unfinished ones "
-        "(repeatable: any of them)",
-    )
-    filters.add_argument(
-        "--since", metavar="TIME", help="only runs started at or after this ISO 8601 time (UTC)"
-    )
-    filters.add_argument(
-        "--label",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="only runs carrying this label (repeatable: all of them)",
-    )
+    filters = _filter_options()
     limit = argparse.ArgumentParser(add_help=False)
     limit.add_argument(
         "--limit", metavar="N", help="only the newest N runs (still listed oldest first)"
@@ -104,6 +86,31 @@ def add_index_commands(
     parsers["export"].add_argument(
         "-o", "--output", default="-", metavar="FILE", help="where to write (default -: stdout)"
     )
+
+
+def _filter_options() -> argparse.ArgumentParser:
+    """The options that select runs, shared by ``runs``, ``stats`` and ``export``."""
+    filters = argparse.ArgumentParser(add_help=False)
+    filters.add_argument("--batch", metavar="ID", help="only the runs of this batch")
+    filters.add_argument(
+        "--stop-reason",
+        action="append",
+        default=[],
+        metavar="REASON",
+        help="only runs that stopped for this reason, or 'running' for unfinished ones "
+        "(repeatable: any of them)",
+    )
+    filters.add_argument(
+        "--since", metavar="TIME", help="only runs started at or after this ISO 8601 time (UTC)"
+    )
+    filters.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only runs carrying this label (repeatable: all of them)",
+    )
+    return filters
 
 
 # --------------------------------------------------------------------------- arguments
@@ -209,7 +216,7 @@ async def _summaries_from_logs(store: Reader) -> tuple[list[RunSummary], dict[st
         try:
             log = await store.read_log(run_id)
         except (PolyloopError, ValueError) as exc:  # one damaged run must not hide the others
-            unreadable[run_id] = " ".join(str(exc).split()) or type(exc).__name__
+            unreadable[run_id] = one_line(exc)
             continue
         summary = summarize_log(run_id, log)
         if summary is not None:

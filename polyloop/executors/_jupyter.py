@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from polyloop._base._closing import AsyncClosing
+from polyloop._base._exception_text import exception_text
 from polyloop._base._timeout import checked_timeout_s, shown_timeout
 from polyloop.executors._artifact_dir import ArtifactDirectory, checked_artifacts_dir
 from polyloop.executors._child_env import checked_env, child_environment
@@ -334,7 +335,9 @@ class JupyterExecutor(AsyncClosing):
             if cell.restarted:
                 return _outcome(outputs, _RESTARTED)
             await self._discard(kernel)
-            note = f"The connection to the Jupyter kernel broke ({exc!r}). {_STATE_LOST}"
+            note = (
+                f"The connection to the Jupyter kernel broke ({exception_text(exc)}). {_STATE_LOST}"
+            )
             return _outcome(outputs, note, broken=True)
         except BaseException:  # cancellation: stop the code, keep the kernel if it goes idle
             if not cell.restarted:
@@ -554,7 +557,8 @@ class JupyterExecutor(AsyncClosing):
                 ) from None
             if isinstance(exc, Exception):
                 raise _KernelBroken(
-                    f"The Jupyter kernel {self.kernel_name!r} could not start: {exc}"
+                    f"The Jupyter kernel {self.kernel_name!r} could not start: "
+                    f"{exception_text(exc)}"
                 ) from None
             raise
         return kernel

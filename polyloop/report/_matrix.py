@@ -11,11 +11,14 @@ Standard library only, like :mod:`polyloop.report`, which re-exports the public 
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
+import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 from polyloop.report._diff import diff_reports
@@ -401,82 +404,6 @@ _COLOURS = {  # (background, text): dark text on light backgrounds, contrast abo
     NOT_RUN: ("#ffffff", "#333333"),
 }
 
-_CSS = """
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#111;
-background:#fff;margin:1.5rem}
-h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem}
-table{border-collapse:collapse;font-size:14px}
-th,td{border:1px solid #999;padding:.2rem .4rem;vertical-align:top}
-thead th{background:#f0f0f0;position:sticky;top:0}
-thead th{vertical-align:bottom}
-thead th .name{display:inline-block;writing-mode:vertical-rl;transform:rotate(180deg);
-white-space:nowrap;max-height:18rem;overflow:hidden;text-overflow:ellipsis;font-weight:normal}
-tbody th[scope=rowgroup]{background:#222;color:#fff;text-align:left}
-tbody th[scope=row]{text-align:left;font-weight:normal;max-width:36rem}
-tbody th[scope=row] code{font-weight:bold}
-td{text-align:center;min-width:1.6rem}
-td a{color:inherit;font-weight:bold;text-decoration:underline}
-.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
-button{font:inherit;background:none;border:0;padding:0;cursor:pointer;
-text-decoration:underline dotted}
-button:focus,a:focus,select:focus{outline:3px solid #1a4fd6;outline-offset:1px}
-pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:.5rem}
-article{border-top:1px solid #ccc;padding:.3rem 0}
-article:target{background:#fff7d6}
-dt{font-weight:bold}
-.filters label{margin-right:1rem}
-""" + "".join(f".o-{name}{{background:{bg};color:{fg}}}" for name, (bg, fg) in _COLOURS.items())
-
-# Sorting and filtering; the page is whole without it (every row shown, every link works).
-_SCRIPT = """
-(function(){
-  var table=document.getElementById('matrix');
-  var form=document.getElementById('filters');
-  var seam=document.getElementById('f-seam'), outcome=document.getElementById('f-outcome');
-  var count=document.getElementById('f-count');
-  var rank=JSON.parse(table.getAttribute('data-rank'));
-  function apply(){
-    var shown=0;
-    table.querySelectorAll('tbody').forEach(function(body){
-      var seamOk=!seam.value||body.getAttribute('data-seam')===seam.value;
-      var any=false;
-      body.querySelectorAll('tr[data-outcomes]').forEach(function(row){
-        var ok=seamOk&&(!outcome.value||
-          row.getAttribute('data-outcomes').split(' ').indexOf(outcome.value)>=0);
-        row.hidden=!ok; if(ok){any=true;shown++;}
-      });
-      body.hidden=!any;
-    });
-    count.textContent=shown+' promise rows shown';
-  }
-  function sortBy(button){
-    var key=button.getAttribute('data-sort');
-    var th=button.closest('th');
-    var descending=th.getAttribute('aria-sort')==='ascending';
-    table.querySelectorAll('thead th').forEach(function(h){h.removeAttribute('aria-sort');});
-    th.setAttribute('aria-sort',descending?'descending':'ascending');
-    table.querySelectorAll('tbody').forEach(function(body){
-      var rows=Array.prototype.slice.call(body.querySelectorAll('tr[data-outcomes]'));
-      function value(row){
-        if(key==='promise'){return row.getAttribute('data-promise');}
-        var cell=row.querySelector('td[data-column="'+key+'"]');
-        var o=cell?cell.getAttribute('data-outcome'):null;
-        var r=o?rank.indexOf(o):rank.length;
-        return ('00'+r).slice(-3)+row.getAttribute('data-promise');
-      }
-      rows.sort(function(a,b){var x=value(a),y=value(b);return x<y?-1:x>y?1:0;});
-      if(descending){rows.reverse();}
-      rows.forEach(function(row){body.appendChild(row);});
-    });
-  }
-  table.querySelectorAll('thead button').forEach(function(b){
-    b.addEventListener('click',function(){sortBy(b);});
-  });
-  seam.addEventListener('change',apply); outcome.addEventListener('change',apply);
-  form.hidden=false; apply();
-})();
-"""
-
 
 def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
@@ -495,148 +422,147 @@ def _header_name(implementation_id: str) -> str:
     return f'{hidden}<span class="name" title="{_e(implementation_id)}">{_e(tail)}</span>'
 
 
+@functools.cache
+def _page() -> string.Template:
+    """The page's structure, style and script, as HTML (``matrix.html`` beside this module).
+    A ``${name}`` that stands at the start of a line is a list of whole lines (each ending in a
+    newline, none when the list is empty); any other is text within its line."""
+    text = resources.files(__package__).joinpath("matrix.html").read_text(encoding="utf-8")
+    return string.Template(text)
+
+
+def _lines(items: Iterable[str]) -> str:
+    return "".join(f"{item}\n" for item in items)
+
+
 def render_html(report: Mapping[str, Any], baselines: Sequence[Mapping[str, Any]] = ()) -> str:
     """The matrix as one self-contained HTML page: no network, no external asset (a Content
     Security Policy forbids both); one ``<table>`` with column and row headers; sortable and
     filterable by seam and outcome with an inline script, and whole without it."""
     matrix = build_matrix(report, baselines)
-    verdict = str(report.get("verdict"))
-    out = [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        '<link rel="icon" href="data:,">',
-        f"<title>polyloop conformance: {_e(verdict)}</title>",
-        f"<style>{_CSS}</style>",
-        "</head>",
-        "<body>",
-        "<main>",
-        "<h1>polyloop conformance</h1>",
-        f"<p>Verdict: <strong>{_e(verdict)}</strong>. Kit {_e(report.get('kit_version'))}, "
-        f"suite <code>{_e(report.get('suite_hash'))}</code>, made "
-        f"{_e(report.get('created_at'))}"
-        + (". Interrupted: not every promise ran." if report.get("interrupted") else ".")
-        + "</p>",
-        '<h2 id="environments">Environments</h2>',
-        "<ul>",
-        *(f"<li><code>{_e(rid)}</code>: {_e(text)}</li>" for rid, text in environments(report)),
-        "</ul>",
-    ]
-    if matrix.baselines:
-        out += ['<h2 id="history">Changes since the baselines</h2>', "<ul>"]
-        for label, baseline in matrix.baselines:
-            diff = diff_reports(baseline, report)
-            out.append(
-                f"<li>since {_e(label)}: {len(diff.regressed)} regressed "
-                f"({_CHANGE_MARKS['regressed']}), {len(diff.recovered)} recovered "
-                f"({_CHANGE_MARKS['recovered']}), {len(diff.changed)} changed "
-                f"({_CHANGE_MARKS['changed']}), implementations lost: "
-                f"{_e(', '.join(diff.lost) or 'none')}</li>"
-            )
-        out.append("</ul>")
-    out += ['<h2 id="legend">Legend</h2>', '<ul class="legend">']
-    out += [
-        f'<li><span class="o-{o}">{_e(GLYPHS.get(o, NOT_RUN_GLYPH))}</span> {_e(_LABELS[o])}</li>'
-        for o in _RANK
-    ]
-    out += [
-        "<li>after a glyph: ▼ regressed, ▲ recovered, Δ changed since a baseline; ≠ the merged "
-        "jobs' suites differ on the promise</li>",
-        "</ul>",
-        '<h2 id="matrix-heading">Promises × implementations</h2>',
-    ]
-    seams = [seam for seam, _ in matrix.seams]
-    out += [
-        '<form class="filters" id="filters" hidden>',
-        '<label for="f-seam">Seam</label> <select id="f-seam"><option value="">all seams</option>',
-        *(f'<option value="{_e(seam)}">{_e(seam)}</option>' for seam in seams),
-        "</select>",
-        '<label for="f-outcome">Outcome</label> '
-        '<select id="f-outcome"><option value="">any outcome</option>',
-        *(f'<option value="{o}">{_e(_LABELS[o])}</option>' for o in _RANK),
-        '</select> <span id="f-count" aria-live="polite"></span>',
-        "</form>",
-        f'<table id="matrix" aria-labelledby="matrix-heading" data-rank="{_e(json.dumps(_RANK))}">',
-        "<caption>Each row is a promise, each column an implementation; select a cell that is "
-        "not held for its reason.</caption>",
-        "<thead><tr>",
-        '<th scope="col"><button type="button" data-sort="promise">Promise</button></th>',
-    ]
-    out += [
-        f'<th scope="col" id="col-{column.number}"><button type="button" '
-        f'data-sort="{column.number}">{column.number}</button>'
-        f" {_header_name(column.id)}</th>"
-        for column in matrix.columns
-    ]
-    out.append("</tr></thead>")
-    for seam, rows in matrix.seams:
-        out.append(f'<tbody data-seam="{_e(seam)}">')
-        out.append(
-            f'<tr><th scope="rowgroup" colspan="{len(matrix.columns) + 1}">{_e(seam)}</th></tr>'
+    return _page().substitute(
+        verdict=_e(report.get("verdict")),
+        colours="".join(
+            f".o-{name}{{background:{bg};color:{fg}}}" for name, (bg, fg) in _COLOURS.items()
+        ),
+        kit=_e(report.get("kit_version")),
+        suite=_e(report.get("suite_hash")),
+        made=_e(report.get("created_at")),
+        interrupted=". Interrupted: not every promise ran." if report.get("interrupted") else ".",
+        environments=_lines(
+            f"<li><code>{_e(rid)}</code>: {_e(text)}</li>" for rid, text in environments(report)
+        ),
+        history=_history_html(report, matrix),
+        legend=_lines(
+            f'<li><span class="o-{o}">{_e(GLYPHS.get(o, NOT_RUN_GLYPH))}</span> '
+            f"{_e(_LABELS[o])}</li>"
+            for o in _RANK
+        ),
+        seam_options=_lines(
+            f'<option value="{_e(seam)}">{_e(seam)}</option>' for seam, _ in matrix.seams
+        ),
+        outcome_options=_lines(f'<option value="{o}">{_e(_LABELS[o])}</option>' for o in _RANK),
+        rank=_e(json.dumps(_RANK)),
+        column_headers=_lines(
+            f'<th scope="col" id="col-{column.number}"><button type="button" '
+            f'data-sort="{column.number}">{column.number}</button>'
+            f" {_header_name(column.id)}</th>"
+            for column in matrix.columns
+        ),
+        seam_bodies=_lines(_seam_body_html(matrix, seam, rows) for seam, rows in matrix.seams),
+        reasons=_lines(
+            _reason_html(row, column, cell) for row, column, cell in matrix.cells() if cell.anchor
+        ),
+        implementations=_lines(_implementations_html(report, matrix)),
+    )
+
+
+def _history_html(report: Mapping[str, Any], matrix: Matrix) -> str:
+    if not matrix.baselines:
+        return ""
+    items = []
+    for label, baseline in matrix.baselines:
+        diff = diff_reports(baseline, report)
+        items.append(
+            f"<li>since {_e(label)}: {len(diff.regressed)} regressed "
+            f"({_CHANGE_MARKS['regressed']}), {len(diff.recovered)} recovered "
+            f"({_CHANGE_MARKS['recovered']}), {len(diff.changed)} changed "
+            f"({_CHANGE_MARKS['changed']}), implementations lost: "
+            f"{_e(', '.join(diff.lost) or 'none')}</li>"
         )
-        for row in rows:
-            outcomes = " ".join(sorted(row.outcomes))
-            out.append(
-                f'<tr data-outcomes="{_e(outcomes)}" data-promise="{_e(row.promise_id)}">'
-                f'<th scope="row" id="{row.anchor}"><code>{_e(row.promise_id)}</code> '
-                f"{_e(row.text)}</th>"
-            )
-            for column in matrix.columns:
-                cell = row.cells.get(column.number)
-                if cell is None:
-                    out.append('<td class="o-none"><span class="sr">not this seam</span></td>')
-                    continue
-                mark = cell.mark
-                label = _LABELS[cell.outcome] + (" (changed)" if cell.changes else "")
-                label += " (suites differ)" if _MIXED_MARK in mark else ""
-                shown = f'<span aria-hidden="true">{_e(cell.glyph + mark)}</span>'
-                inner = (
-                    f'<a href="#{cell.anchor}">{shown}<span class="sr">{_e(label)}</span></a>'
-                    if cell.anchor
-                    else f'{shown}<span class="sr">{_e(label)}</span>'
-                )
-                out.append(
-                    f'<td class="o-{cell.outcome}" data-outcome="{cell.outcome}" '
-                    f'data-column="{column.number}" title="{_e(label)}">{inner}</td>'
-                )
-            out.append("</tr>")
-        out.append("</tbody>")
-    out += ["</table>", '<h2 id="why">Why each cell is not held</h2>']
-    for row, column, cell in matrix.cells():
-        if not cell.anchor:
-            continue
-        out += [
-            f'<article id="{cell.anchor}">',
-            f'<h3><span class="o-{cell.outcome}">{_e(cell.glyph)} {_e(_LABELS[cell.outcome])}'
-            f"</span> {_e(column.id)} — <code>{_e(row.promise_id)}</code></h3>",
-            f"<p>{_e(row.text)}</p>",
-        ]
-        reasons = _reason_lines(cell)
-        if reasons:
-            out.append("<dl>")
-            out += [f"<dt>{_e(label)}</dt><dd>{_e(text)}</dd>" for label, text in reasons]
-            out.append("</dl>")
-        detail = (cell.promise or {}).get("detail")
-        if detail:
-            out.append(f"<pre>{_e(detail)}</pre>")
-        out += [f'<p><a href="#{row.anchor}">back to the matrix</a></p>', "</article>"]
+    return _lines(['<h2 id="history">Changes since the baselines</h2>', "<ul>", *items, "</ul>"])
+
+
+def _seam_body_html(matrix: Matrix, seam: str, rows: Sequence[Row]) -> str:
+    """One ``<tbody>`` a seam: its heading row, then a row a promise with a cell a column."""
+    out = [
+        f'<tbody data-seam="{_e(seam)}">',
+        f'<tr><th scope="rowgroup" colspan="{len(matrix.columns) + 1}">{_e(seam)}</th></tr>',
+    ]
+    for row in rows:
+        outcomes = " ".join(sorted(row.outcomes))
+        out.append(
+            f'<tr data-outcomes="{_e(outcomes)}" data-promise="{_e(row.promise_id)}">'
+            f'<th scope="row" id="{row.anchor}"><code>{_e(row.promise_id)}</code> '
+            f"{_e(row.text)}</th>"
+        )
+        out += [_cell_html(row.cells.get(column.number), column) for column in matrix.columns]
+        out.append("</tr>")
+    out.append("</tbody>")
+    return "\n".join(out)
+
+
+def _cell_html(cell: Cell | None, column: Column) -> str:
+    if cell is None:
+        return '<td class="o-none"><span class="sr">not this seam</span></td>'
+    mark = cell.mark
+    label = _LABELS[cell.outcome] + (" (changed)" if cell.changes else "")
+    label += " (suites differ)" if _MIXED_MARK in mark else ""
+    shown = f'<span aria-hidden="true">{_e(cell.glyph + mark)}</span>'
+    inner = (
+        f'<a href="#{cell.anchor}">{shown}<span class="sr">{_e(label)}</span></a>'
+        if cell.anchor
+        else f'{shown}<span class="sr">{_e(label)}</span>'
+    )
+    return (
+        f'<td class="o-{cell.outcome}" data-outcome="{cell.outcome}" '
+        f'data-column="{column.number}" title="{_e(label)}">{inner}</td>'
+    )
+
+
+def _reason_html(row: Row, column: Column, cell: Cell) -> str:
+    """The article a cell that is not held links to: the promise, the reasons, the detail."""
+    out = [
+        f'<article id="{cell.anchor}">',
+        f'<h3><span class="o-{cell.outcome}">{_e(cell.glyph)} {_e(_LABELS[cell.outcome])}'
+        f"</span> {_e(column.id)} — <code>{_e(row.promise_id)}</code></h3>",
+        f"<p>{_e(row.text)}</p>",
+    ]
+    reasons = _reason_lines(cell)
+    if reasons:
+        out.append("<dl>")
+        out += [f"<dt>{_e(label)}</dt><dd>{_e(text)}</dd>" for label, text in reasons]
+        out.append("</dl>")
+    detail = (cell.promise or {}).get("detail")
+    if detail:
+        out.append(f"<pre>{_e(detail)}</pre>")
+    out += [f'<p><a href="#{row.anchor}">back to the matrix</a></p>', "</article>"]
+    return "\n".join(out)
+
+
+def _implementations_html(report: Mapping[str, Any], matrix: Matrix) -> list[str]:
     env_of = dict(environments(report))
-    out += ['<h2 id="implementations">Implementations</h2>', "<ol>"]
+    items = []
     for column in matrix.columns:
         item = column.item
         jobs = [f"{rid}: {env_of.get(rid, 'unknown')}" for rid in item.get("jobs") or []]
-        out.append(
+        items.append(
             f"<li><strong>{_e(column.id)}</strong> ({_e(column.seam)}), "
             f"<code>{_e(item.get('source'))}</code>"
             + ("; seen in: " + "; ".join(_e(job) for job in jobs) if jobs else "")
             + "</li>"
         )
-    out += ["</ol>", "</main>", f"<script>{_SCRIPT}</script>", "</body>", "</html>"]
-    return "\n".join(out) + "\n"
+    return items
 
 
 # -- badge -----------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,30 @@ class _Whole(str):
     __slots__ = ()
 
 
+def _implementation_lines(implementations: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A line per implementation (id, seam, how many ran, the counts), and under it what was
+    not run, its setup or teardown errors, or that no promise held."""
+    # The column the seams line up in: past _ALIGN_AT characters an id overflows it instead,
+    # so that one long id does not push every line (and its wrapped parts) off the screen.
+    width = min(max((len(item["id"]) for item in implementations), default=0), _ALIGN_AT)
+    lines = []
+    for item in implementations:
+        lines.append(
+            f"{item['id']:<{width}}  {item['seam']}  {item['collected']}/{item['catalogue']}  "
+            f"{_counts_text(item['counts'])}{_where(item)}"
+        )
+        missing = item.get("missing") or []
+        if missing:
+            lines.append(f"{'':<{width}}  not run: {', '.join(missing)}")
+        setup_error = item.get("setup_error")
+        if setup_error:
+            lines += [f"{'':<{width}}  {line}" for line in _setup_error_lines(setup_error)]
+        elif not item["counts"].get("held"):
+            lines.append(f"{'':<{width}}  no promise held: an empty contract never passes")
+        lines.extend(f"{'':<{width}}  {error}" for error in item.get("teardown_errors") or [])
+    return lines
+
+
 def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
     """The report as terminal text: one line per implementation, then each promise to look at
     (unverifiable ones once per promise, with the implementations they apply to).
@@ -92,24 +116,7 @@ def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
     ]
     if report.get("interrupted"):
         lines.insert(1, _INTERRUPTED)
-    implementations = report.get("implementations", [])
-    # The column the seams line up in: past _ALIGN_AT characters an id overflows it instead,
-    # so that one long id does not push every line (and its wrapped parts) off the screen.
-    width = min(max((len(item["id"]) for item in implementations), default=0), _ALIGN_AT)
-    for item in implementations:
-        lines.append(
-            f"{item['id']:<{width}}  {item['seam']}  {item['collected']}/{item['catalogue']}  "
-            f"{_counts_text(item['counts'])}{_where(item)}"
-        )
-        missing = item.get("missing") or []
-        if missing:
-            lines.append(f"{'':<{width}}  not run: {', '.join(missing)}")
-        setup_error = item.get("setup_error")
-        if setup_error:
-            lines += [f"{'':<{width}}  {line}" for line in _setup_error_lines(setup_error)]
-        elif not item["counts"].get("held"):
-            lines.append(f"{'':<{width}}  no promise held: an empty contract never passes")
-        lines.extend(f"{'':<{width}}  {error}" for error in item.get("teardown_errors") or [])
+    lines += _implementation_lines(report.get("implementations", []))
     walked = _walk(report)
     for outcome, heading in _ATTENTION:
         entries = walked.groups[outcome]

@@ -203,6 +203,57 @@ def shown_characters(text: str, observation: str) -> int:
     return head + tail
 
 
+async def _call_after_break(
+    executor: ActionExecutor, which: str, action: Action, number: int
+) -> ActionOutcome:
+    """Call ``number`` after the environment broke: a well-formed outcome within
+    ``_ENV_ERROR_BOUND_S``, never an exception, or the test fails."""
+    where = f"call {number} after action_samples.break_environment"
+    bound = asyncio.timeout(_ENV_ERROR_BOUND_S)
+    try:
+        async with bound:
+            outcome = await executor.execute(action)
+    except Exception as error:
+        if isinstance(error, TimeoutError) and bound.expired():
+            pytest.fail(
+                f"{where}, execute(action_samples.{which}), did not return within "
+                f"{_ENV_ERROR_BOUND_S:g} s",
+                pytrace=False,
+            )
+        pytest.fail(
+            f"{where}, execute(action_samples.{which}) raised "
+            f"{exception_text(error, limit=SHORT)} — a broken environment must "
+            "be returned as ActionOutcome(status=env_error), on every call",
+            pytrace=False,
+        )
+    problems = action_outcome_problems(outcome, f"execute() {where}")
+    assert not problems, "\n".join(problems)
+    return outcome
+
+
+def _check_cut(where: str, text: str, outcome: ActionOutcome) -> None:
+    """The echo's observation shows exactly ``len(text) - observation_truncated_chars``
+    characters of ``text`` (all of it, unchanged, when nothing was cut)."""
+    cut, observation, length = outcome.observation_truncated_chars, outcome.observation, len(text)
+    if cut == 0:
+        assert observation == text, (
+            f"{where} reports 0 characters truncated, but the observation is not the "
+            f"text: {len(observation)} characters, the first difference at index "
+            f"{_common_head(text, observation)} "
+            f"(observation {short(observation)})"
+        )
+        return
+    shown = shown_characters(text, observation)
+    assert cut <= length, (
+        f"{where} reports {cut} characters truncated of a text of {length} characters"
+    )
+    assert shown + cut == length, (
+        f"{where} reports {cut} characters truncated, but its observation shows "
+        f"{shown} of the text's {length} characters, so {length - shown} were cut "
+        f"(observation {short(observation)})"
+    )
+
+
 class ActionExecutorContract(ContractBase):
     """Inherit this, override ``action_executor`` and ``action_samples``.
 
@@ -467,26 +518,7 @@ class ActionExecutorContract(ContractBase):
         await _bounded_hook(samples.break_environment, action_executor, "break_environment")
         after = [clean, *_failing(samples), clean, *_refused(samples)]
         for number, (which, action) in enumerate(after, start=1):
-            where = f"call {number} after action_samples.break_environment"
-            bound = asyncio.timeout(_ENV_ERROR_BOUND_S)
-            try:
-                async with bound:
-                    outcome = await action_executor.execute(action)
-            except Exception as error:
-                if isinstance(error, TimeoutError) and bound.expired():
-                    pytest.fail(
-                        f"{where}, execute(action_samples.{which}), did not return within "
-                        f"{_ENV_ERROR_BOUND_S:g} s",
-                        pytrace=False,
-                    )
-                pytest.fail(
-                    f"{where}, execute(action_samples.{which}) raised "
-                    f"{exception_text(error, limit=SHORT)} — a broken environment must "
-                    "be returned as ActionOutcome(status=env_error), on every call",
-                    pytrace=False,
-                )
-            problems = action_outcome_problems(outcome, f"execute() {where}")
-            assert not problems, "\n".join(problems)
+            outcome = await _call_after_break(action_executor, which, action, number)
             if number == 1:
                 assert outcome.status is ActionStatus.ENV_ERROR, (
                     f"after action_samples.break_environment, execute() returned status "
@@ -635,24 +667,7 @@ class ActionExecutorContract(ContractBase):
                 f"{where} came back {outcome.status.value}: the echo sample must run "
                 f"(observation {short(outcome.observation)})"
             )
-            cut, observation = outcome.observation_truncated_chars, outcome.observation
-            if cut == 0:
-                assert observation == text, (
-                    f"{where} reports 0 characters truncated, but the observation is not the "
-                    f"text: {len(observation)} characters, the first difference at index "
-                    f"{_common_head(text, observation)} "
-                    f"(observation {short(observation)})"
-                )
-                continue
-            shown = shown_characters(text, observation)
-            assert cut <= length, (
-                f"{where} reports {cut} characters truncated of a text of {length} characters"
-            )
-            assert shown + cut == length, (
-                f"{where} reports {cut} characters truncated, but its observation shows "
-                f"{shown} of the text's {length} characters, so {length - shown} were cut "
-                f"(observation {short(observation)})"
-            )
+            _check_cut(where, text, outcome)
 
     @unverifiable_promise
     async def test_observation_substitution_happens_in_the_library(

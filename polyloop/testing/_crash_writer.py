@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from polyloop._base._exception_text import exception_text
+from polyloop._base._import_path import BadImportPath, load
 from polyloop.testing._sample_records import started
 from polyloop.types import Action, ActionIntent, ModelCallIntent, Record, RunStarted
 
@@ -60,21 +60,10 @@ class FactoryError(Exception):
 
 def load_factory(spec: str) -> Callable[[Path], Any]:
     """The callable named by ``"package.module:callable"``, or :class:`FactoryError`."""
-    module_name, _, attribute = spec.partition(":")
     try:
-        target: Any = importlib.import_module(module_name)
-    except Exception as error:
-        raise FactoryError(
-            f"store factory {spec!r}: cannot import module {module_name!r} "
-            f"({exception_text(error)})"
-        ) from error
-    for part in attribute.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise FactoryError(
-                f"store factory {spec!r}: module {module_name!r} has no {attribute!r}"
-            ) from None
+        target: Any = load("store factory", spec)
+    except BadImportPath as error:
+        raise FactoryError(str(error)) from None
     if not callable(target):
         raise FactoryError(f"store factory {spec!r} is a {type(target).__name__}, not callable")
     factory: Callable[[Path], Any] = target

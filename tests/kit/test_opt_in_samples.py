@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from polyloop import Action, Message
+from polyloop.cli._import_path import BadImportPath, load
 from polyloop.testing import (
     ActionSamples,
     ContractSkip,
@@ -66,14 +67,27 @@ def test_a_well_formed_factory_and_a_dotted_attribute_are_accepted() -> None:
 @pytest.mark.parametrize(
     ("spec", "error"),
     [
-        ("tests.kit.no_such_module:f", "cannot import module 'tests.kit.no_such_module'"),
-        ("tests.kit.broken_stores:NoSuchStore", "has no 'NoSuchStore'"),
+        ("tests.kit.no_such_module:f", "no module named 'tests.kit.no_such_module'"),
+        ("tests.kit.broken_stores:NoSuchStore", "has no attribute 'NoSuchStore'"),
+        ("tests.kit.broken_stores", "expected MODULE:ATTR"),
         ("tests.kit.broken_stores:__doc__", "is a str, not callable"),
     ],
 )
 def test_a_factory_that_does_not_load_names_what_is_wrong(spec: str, error: str) -> None:
     with pytest.raises(FactoryError, match=re.escape(error)):
         load_factory(spec)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["tests.kit.no_such_module:f", "tests.kit.broken_stores:NoSuchStore", "os.path", ":f", "x:"],
+)
+def test_a_factory_path_is_read_by_the_same_rule_as_the_command_lines(spec: str) -> None:
+    with pytest.raises(BadImportPath) as command_line:
+        load("store factory", spec)
+    with pytest.raises(FactoryError) as kit:
+        load_factory(spec)
+    assert str(kit.value) == str(command_line.value)
 
 
 @pytest.mark.parametrize(
@@ -186,7 +200,7 @@ def test_a_factory_that_does_not_import_fails_both_crash_promises_naming_it(
     )
     outcomes = run_sandbox(pytester, body, "-k", "atomic_append or prefix_durability")
     assert {o.outcome for o in outcomes.values()} == {"failed"}
-    assert all("cannot import module 'my_missing_module'" in o.longrepr for o in outcomes.values())
+    assert all("no module named 'my_missing_module'" in o.longrepr for o in outcomes.values())
 
 
 def test_the_reference_pages_complete_opt_in_example_checks_every_opt_in(

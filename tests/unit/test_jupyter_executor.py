@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from polyloop import Action, ActionStatus
 from polyloop.executors import JupyterExecutor
 from polyloop.executors._artifact_dir import (
     ArtifactDirectory,
@@ -32,6 +33,12 @@ from polyloop.executors._jupyter_output import (
     rich_outputs,
 )
 from tests.conftest import require_extra
+from tests.unit._hostile_errors import (
+    HUGE_MESSAGE,
+    Unprintable,
+    is_capped_and_clean,
+    unprintable_text,
+)
 
 HINT = "pip install 'polyloop[jupyter]'"
 
@@ -110,6 +117,73 @@ def test_construction_starts_nothing():
     executor = JupyterExecutor()
     assert executor.pid is None
     assert repr(executor) == "JupyterExecutor('python3', timeout_s=30, pid=None)"
+
+
+# ---------------------------------------------------------------- errors shown to the model
+
+
+class BrokenChannel:
+    """A kernel whose ZeroMQ channel raises ``error`` on the first use."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.closed = False
+
+    async def alive(self) -> bool:
+        return True
+
+    async def drain_replies(self) -> None:
+        raise self.error
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("error", [Unprintable(), ValueError(HUGE_MESSAGE)])
+async def test_a_broken_channel_is_shown_to_the_model_safely(error: Exception) -> None:
+    require_extra("jupyter")
+    executor = JupyterExecutor()
+    executor._lock_for_running_loop()  # as a kernel started in this loop would have it
+    executor._kernel = broken = BrokenChannel(error)  # type: ignore[assignment]
+
+    outcome = await executor.execute(Action(text="1"))
+
+    assert outcome.status is ActionStatus.ENV_ERROR
+    assert broken.closed
+    note = outcome.observation
+    assert note.startswith("The connection to the Jupyter kernel broke (")
+    assert note.endswith("Its state is lost; the next action starts a new kernel.")
+    if isinstance(error, Unprintable):
+        assert f"broke ({unprintable_text(error)})." in note
+    else:
+        assert "broke (ValueError: \\x1b[31mxxx" in note
+        assert is_capped_and_clean(note, around=200)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("error", [Unprintable(), ValueError(HUGE_MESSAGE)])
+async def test_a_kernel_start_that_fails_is_shown_to_the_model_safely(
+    error: Exception, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_extra("jupyter")
+    from polyloop.executors import _jupyter
+
+    async def fails(self: object, timeout_s: float | None, **launch: object) -> None:
+        raise error
+
+    monkeypatch.setattr(_jupyter._Kernel, "start", fails)
+    async with JupyterExecutor() as executor:
+        outcome = await executor.execute(Action(text="1"))
+
+    assert outcome.status is ActionStatus.ENV_ERROR
+    note = outcome.observation
+    assert note.startswith("The Jupyter kernel 'python3' could not start: ")
+    if isinstance(error, Unprintable):
+        assert f"could not start: {unprintable_text(error)}" in note
+    else:
+        assert "could not start: ValueError: \\x1b[31mxxx" in note
+        assert is_capped_and_clean(note, around=200)
 
 
 # ---------------------------------------------------------------- rendering

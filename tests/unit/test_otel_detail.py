@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from polyloop._telemetry._detail import detail_attributes, detail_error_type
-from polyloop._telemetry._progress import PROGRESS_EVENT, ProgressEvents
+from polyloop._telemetry._progress import PROGRESS_EVENT, ProgressEvents, progress_events
+from tests.unit._hostile_errors import (
+    HUGE_MESSAGE,
+    Unprintable,
+    is_capped_and_clean,
+    unprintable_text,
+)
 
 REFUSAL = {
     "kind": "invalid_arguments",
@@ -126,3 +132,50 @@ def test_a_span_that_raises_costs_one_warning_for_the_whole_call(
         events.add(float(n), None, "m")
 
     assert len([r for r in caplog.records if "progress" in r.getMessage()]) == 1
+
+
+class HostileSpan:
+    """A span whose add_event raises ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def add_event(self, name: str, attributes: dict[str, Any]) -> None:
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [Unprintable(), ValueError(HUGE_MESSAGE)])
+def test_the_progress_warning_shows_any_exception_safely(
+    caplog: pytest.LogCaptureFixture, error: Exception
+) -> None:
+    events = ProgressEvents(HostileSpan(error), content=False)
+
+    events.add(1.0, None, None)
+
+    (message,) = [r.getMessage() for r in caplog.records if "progress" in r.getMessage()]
+    if isinstance(error, Unprintable):
+        assert f"recording a tool's progress ({unprintable_text(error)})" in message
+    else:
+        assert "recording a tool's progress (ValueError: \\x1b[31mxxx" in message
+        assert is_capped_and_clean(message, around=200)
+
+
+@pytest.mark.parametrize("error", [Unprintable(), ValueError(HUGE_MESSAGE)])
+def test_the_warning_for_an_unreadable_current_span_shows_any_exception_safely(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    pytest.importorskip("opentelemetry.trace")
+    from opentelemetry import trace
+
+    def broken() -> Any:
+        raise error
+
+    monkeypatch.setattr(trace, "get_current_span", broken)
+
+    assert progress_events() is None
+    (message,) = [r.getMessage() for r in caplog.records if "current span" in r.getMessage()]
+    if isinstance(error, Unprintable):
+        assert f"reading the current span ({unprintable_text(error)})" in message
+    else:
+        assert "reading the current span (ValueError: \\x1b[31mxxx" in message
+        assert is_capped_and_clean(message, around=200)

@@ -44,6 +44,13 @@ from tests.unit._doubles import (
     model_fails,
     script,
 )
+from tests.unit._hostile_errors import (
+    HUGE_MESSAGE,
+    Unprintable,
+    UnprintableTimeout,
+    is_capped_and_clean,
+    unprintable_text,
+)
 
 require_extra("otel")
 
@@ -1261,3 +1268,71 @@ def test_an_unknown_name_of_the_instrumentation_module_is_an_attribute_error():
 
     with pytest.raises(AttributeError, match="has no attribute 'OpenTelemetrySink'"):
         polyloop.instrumentation.OpenTelemetrySink  # noqa: B018
+
+
+# --------------------------------------------------------------------------- exception text
+
+
+@pytest.mark.asyncio
+async def test_a_failed_seam_calls_span_status_survives_an_exception_whose_str_raises():
+    telemetry = Telemetry()
+    error = UnprintableTimeout()
+
+    result = await polyloop.run(
+        agent(), GOAL, **described_run(error), instrumentation=telemetry.instrumentation()
+    )
+
+    assert result.stop_reason is StopReason.LLM_ERROR
+    chat = telemetry.one("chat")
+    assert chat.status.status_code is StatusCode.ERROR
+    assert chat.status.description == unprintable_text(error)
+
+
+@pytest.mark.asyncio
+async def test_a_failed_seam_calls_span_status_is_capped_with_control_characters_escaped():
+    telemetry = Telemetry()
+
+    await polyloop.run(
+        agent(),
+        GOAL,
+        **described_run(TimeoutError(HUGE_MESSAGE)),
+        instrumentation=telemetry.instrumentation(),
+    )
+
+    description = telemetry.one("chat").status.description or ""
+    assert description.startswith("TimeoutError: \\x1b[31mxxx")
+    assert is_capped_and_clean(description)
+
+
+class HostileProcessor(SpanProcessor):
+    """A span processor that raises ``error`` when a chat span starts."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if span.name.startswith("chat"):
+            raise self.error
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("error", [Unprintable(), ValueError(HUGE_MESSAGE)])
+async def test_the_warning_for_an_opentelemetry_failure_shows_any_exception_safely(
+    caplog: pytest.LogCaptureFixture, error: Exception
+):
+    telemetry = Telemetry(HostileProcessor(error))
+
+    with caplog.at_level(logging.WARNING, logger="polyloop.otel"):
+        await polyloop.run(
+            agent(),
+            GOAL,
+            **script(act(), final()).kwargs(),
+            instrumentation=telemetry.instrumentation(),
+        )
+
+    (message,) = [r.getMessage() for r in caplog.records if r.name == "polyloop.otel"]
+    if isinstance(error, Unprintable):
+        assert f"starting a chat span ({unprintable_text(error)})" in message
+    else:
+        assert "starting a chat span (ValueError: \\x1b[31mxxx" in message
+        assert is_capped_and_clean(message, around=200)
