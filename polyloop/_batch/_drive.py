@@ -12,15 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from polyloop._base._exception_text import exception_text
 from polyloop._base._shown import shown
 from polyloop._batch._outcome import Tally, TaskOutcome
-from polyloop._batch._tasks import SeamsFactory, Task, batch_run_id, seams_of
-from polyloop._loop._run import Driving, proceed, start
+from polyloop._batch._tasks import RunSeams, SeamsFactory, Task, batch_run_id, seams_of
+from polyloop._loop._run import Drained, Driving, proceed, start
 from polyloop.errors import InvalidRunId
-from polyloop.ports import EventSink, RunStore
+from polyloop.ports import EventSink, Instrumentation, RunStore
 from polyloop.types import AgentDefinition, Event, RunLog, parameters_hash
 
 __all__ = ["Verdict", "drive_task", "judge"]
@@ -116,6 +116,8 @@ async def drive_task(
     store: RunStore,
     batch: str,
     time_limit_s: float | None = None,
+    draining: asyncio.Event | None = None,
+    instrumentation: Instrumentation | None = None,
 ) -> TaskOutcome:
     """Skip, resume, refuse or start ``task``'s run in ``store``, and say what became of it.
 
@@ -124,7 +126,9 @@ async def drive_task(
     stays resumable); the run's executor is closed (``aclose()``, where it has one) whatever
     happens, since it belongs to this run alone. Cancelling this coroutine *interrupts* the run:
     nothing more is written for it (no ``RunFinished(cancelled)``), and ``CancelledError``
-    propagates.
+    propagates. Once ``draining`` is set the run starts no new model call and no new action:
+    it stops unfinished at the next one (``interrupted``, resumable, nothing in doubt).
+    ``instrumentation`` is the run's (``run(..., instrumentation=...)``).
     """
     try:
         run_id = batch_run_id(batch, task.id)
@@ -136,6 +140,8 @@ async def drive_task(
     except Exception as exc:
         return tally.outcome(task.id, run_id, "failed", error=exception_text(exc))
     tally.add(log.records)
+    if draining is not None and draining.is_set():  # no new task: not even its seams
+        return tally.outcome(task.id, run_id, "interrupted")
     verdict = judge(task, batch, agent, log)
     if verdict.action == "skip":
         return tally.outcome(task.id, run_id, "skipped")
@@ -145,40 +151,54 @@ async def drive_task(
         run_seams = seams_of(seams(task))
     except Exception as exc:
         return tally.outcome(task.id, run_id, "failed", error=exception_text(exc))
-    events = _Counting(tally, run_seams.events)
-    how = Driving(interruptible=True, time_limit_s=time_limit_s)
+    how = Driving(interruptible=True, time_limit_s=time_limit_s, draining=draining)
     try:
-        if verdict.action == "resume":
-            await proceed(
-                run_id,
-                agent,
-                model=run_seams.model,
-                parser=run_seams.parser,
-                executor=run_seams.executor,
-                store=store,
-                events=events,
-                how=how,
-            )
-        else:
-            await start(
-                agent,
-                task.goal,
-                model=run_seams.model,
-                parser=run_seams.parser,
-                executor=run_seams.executor,
-                store=store,
-                events=events,
-                run_id=run_id,
-                batch=batch,
-                task_id=task.id,
-                labels=task.labels,
-                how=how,
-            )
+        await _drive(
+            task, run_id, verdict, agent, run_seams, tally, store, batch, how, instrumentation
+        )
+    except Drained:  # stopped before a new side effect: unfinished, nothing in doubt
+        return tally.outcome(task.id, run_id, "interrupted")
     except Exception as exc:
         return tally.outcome(task.id, run_id, "failed", error=exception_text(exc))
     finally:
         await _close(run_seams.executor)
     return tally.outcome(task.id, run_id, "resumed" if verdict.action == "resume" else "started")
+
+
+async def _drive(
+    task: Task,
+    run_id: str,
+    verdict: Verdict,
+    agent: AgentDefinition,
+    run_seams: RunSeams,
+    tally: Tally,
+    store: RunStore,
+    batch: str,
+    how: Driving,
+    instrumentation: Instrumentation | None,
+) -> None:
+    """Resume or start the task's run, its events counted in ``tally``."""
+    seams: dict[str, Any] = {
+        "model": run_seams.model,
+        "parser": run_seams.parser,
+        "executor": run_seams.executor,
+        "store": store,
+        "events": _Counting(tally, run_seams.events),
+        "how": how,
+        "instrumentation": instrumentation,
+    }
+    if verdict.action == "resume":
+        await proceed(run_id, agent, **seams)
+    else:
+        await start(
+            agent,
+            task.goal,
+            run_id=run_id,
+            batch=batch,
+            task_id=task.id,
+            labels=task.labels,
+            **seams,
+        )
 
 
 async def _close(executor: object) -> None:

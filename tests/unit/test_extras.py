@@ -126,7 +126,10 @@ def test_no_probe_in_the_project_calls_find_spec_itself() -> None:
     offenders = []
     for folder in ("polyloop", "pytest_polyloop", "tests", "examples", "benchmarks"):
         for path in sorted((ROOT / folder).rglob("*.py")):
-            if path == ROOT / "polyloop" / "_base" / "_extras.py" or path == Path(__file__).resolve():
+            if (
+                path == ROOT / "polyloop" / "_base" / "_extras.py"
+                or path == Path(__file__).resolve()
+            ):
                 continue
             if re.search(r"\bfind_spec\(", path.read_text("utf-8")):
                 offenders.append(str(path.relative_to(ROOT)))
