@@ -7,20 +7,23 @@ driver's process with each :class:`TaskOutcome` as it arrives.
 
 Interruption is cancellation: when ``Backend.run`` is cancelled it starts no further task,
 cancels the drives in flight (a cancelled ``drive_task`` leaves its run unfinished and
-resumable), reports each of them ``interrupted``, waits for them and re-raises.
+resumable), reports each of them ``interrupted``, waits for them and re-raises. A backend whose
+``drains`` attribute is true is drained first: ``job.draining`` is set, it starts no new task,
+its runs finish the model call or action in flight and stop before the next one; it is
+cancelled only if that takes longer than the grace period (or at a second interrupt).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from polyloop._batch._drive import drive_task
 from polyloop._batch._outcome import TaskOutcome
 from polyloop._batch._tasks import SeamsFactory, Task, batch_run_id
-from polyloop.ports import RunStore
+from polyloop.ports import Instrumentation, RunStore
 from polyloop.types import AgentDefinition
 
 __all__ = ["AsyncioBackend", "Backend", "BatchJob", "Report", "interrupted"]
@@ -45,6 +48,11 @@ class BatchJob:
     store_url: str | None
     batch: str
     time_limit_s: float | None = None
+    #: Set at the first interrupt: a backend that drains (``drains = True``) starts no new task
+    #: and its runs start no new model call or action (:func:`drive_task`).
+    draining: asyncio.Event | None = field(default=None, compare=False)
+    #: The instrumentation each run gets (``run(..., instrumentation=...)``), or ``None``.
+    instrumentation: Instrumentation | None = None
 
     async def drive(self, task: Task) -> TaskOutcome:
         """:func:`drive_task` for ``task`` against this job's store, in this process."""
@@ -55,6 +63,8 @@ class BatchJob:
             store=self.store,
             batch=self.batch,
             time_limit_s=self.time_limit_s,
+            draining=self.draining,
+            instrumentation=self.instrumentation,
         )
 
 
@@ -81,8 +91,11 @@ class AsyncioBackend:
     """The default: every task in this process's event loop, ``concurrency`` at a time.
 
     ``concurrency`` workers take the next task as they become free, so a thousand tasks make
-    ``concurrency`` asyncio tasks, not a thousand.
+    ``concurrency`` asyncio tasks, not a thousand. It drains: once ``job.draining`` is set no
+    worker takes a new task.
     """
+
+    drains = True
 
     async def run(
         self,
@@ -96,6 +109,8 @@ class AsyncioBackend:
 
         async def worker() -> None:
             for task in waiting:
+                if job.draining is not None and job.draining.is_set():
+                    return
                 try:
                     outcome = await job.drive(task)
                 except asyncio.CancelledError:

@@ -12,15 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Literal, TypedDict
+from typing import Any, Literal
 
 from polyloop._base._exception_text import exception_text
 from polyloop._base._shown import shown
 from polyloop._batch._outcome import Tally, TaskOutcome
-from polyloop._batch._tasks import SeamsFactory, Task, batch_run_id, seams_of
-from polyloop._loop._run import Driving, proceed, start
+from polyloop._batch._tasks import RunSeams, SeamsFactory, Task, batch_run_id, seams_of
+from polyloop._loop._run import Drained, Driving, proceed, start
 from polyloop.errors import InvalidRunId
-from polyloop.ports import ActionExecutor, DecisionParser, EventSink, ModelClient, RunStore
+from polyloop.ports import EventSink, Instrumentation, RunStore
 from polyloop.types import AgentDefinition, Event, RunLog, parameters_hash
 
 __all__ = ["Verdict", "drive_task", "judge"]
@@ -108,17 +108,6 @@ class _Counting:
             await self.sink.emit(event)
 
 
-class _Arguments(TypedDict):
-    """What starting and resuming a task's run take alike."""
-
-    model: ModelClient
-    parser: DecisionParser
-    executor: ActionExecutor
-    store: RunStore
-    events: EventSink
-    how: Driving
-
-
 async def drive_task(
     agent: AgentDefinition,
     task: Task,
@@ -127,6 +116,8 @@ async def drive_task(
     store: RunStore,
     batch: str,
     time_limit_s: float | None = None,
+    draining: asyncio.Event | None = None,
+    instrumentation: Instrumentation | None = None,
 ) -> TaskOutcome:
     """Skip, resume, refuse or start ``task``'s run in ``store``, and say what became of it.
 
@@ -135,7 +126,9 @@ async def drive_task(
     stays resumable); the run's executor is closed (``aclose()``, where it has one) whatever
     happens, since it belongs to this run alone. Cancelling this coroutine *interrupts* the run:
     nothing more is written for it (no ``RunFinished(cancelled)``), and ``CancelledError``
-    propagates.
+    propagates. Once ``draining`` is set the run starts no new model call and no new action:
+    it stops unfinished at the next one (``interrupted``, resumable, nothing in doubt).
+    ``instrumentation`` is the run's (``run(..., instrumentation=...)``).
     """
     try:
         run_id = batch_run_id(batch, task.id)
@@ -147,6 +140,8 @@ async def drive_task(
     except Exception as exc:
         return tally.outcome(task.id, run_id, "failed", error=exception_text(exc))
     tally.add(log.records)
+    if draining is not None and draining.is_set():  # no new task: not even its seams
+        return tally.outcome(task.id, run_id, "interrupted")
     verdict = judge(task, batch, agent, log)
     if verdict.action == "skip":
         return tally.outcome(task.id, run_id, "skipped")
@@ -156,16 +151,13 @@ async def drive_task(
         run_seams = seams_of(seams(task))
     except Exception as exc:
         return tally.outcome(task.id, run_id, "failed", error=exception_text(exc))
-    arguments = _Arguments(
-        model=run_seams.model,
-        parser=run_seams.parser,
-        executor=run_seams.executor,
-        store=store,
-        events=_Counting(tally, run_seams.events),
-        how=Driving(interruptible=True, time_limit_s=time_limit_s),
-    )
+    how = Driving(interruptible=True, time_limit_s=time_limit_s, draining=draining)
     try:
-        await _drive(verdict, agent, task, batch, run_id, arguments)
+        await _drive(
+            task, run_id, verdict, agent, run_seams, tally, store, batch, how, instrumentation
+        )
+    except Drained:  # stopped before a new side effect: unfinished, nothing in doubt
+        return tally.outcome(task.id, run_id, "interrupted")
     except Exception as exc:
         return tally.outcome(task.id, run_id, "failed", error=exception_text(exc))
     finally:
@@ -174,16 +166,29 @@ async def drive_task(
 
 
 async def _drive(
+    task: Task,
+    run_id: str,
     verdict: Verdict,
     agent: AgentDefinition,
-    task: Task,
+    run_seams: RunSeams,
+    tally: Tally,
+    store: RunStore,
     batch: str,
-    run_id: str,
-    arguments: _Arguments,
+    how: Driving,
+    instrumentation: Instrumentation | None,
 ) -> None:
-    """Resume the task's run, or start it, as ``verdict`` says."""
+    """Resume or start the task's run, its events counted in ``tally``."""
+    seams: dict[str, Any] = {
+        "model": run_seams.model,
+        "parser": run_seams.parser,
+        "executor": run_seams.executor,
+        "store": store,
+        "events": _Counting(tally, run_seams.events),
+        "how": how,
+        "instrumentation": instrumentation,
+    }
     if verdict.action == "resume":
-        await proceed(run_id, agent, **arguments)
+        await proceed(run_id, agent, **seams)
     else:
         await start(
             agent,
@@ -192,7 +197,7 @@ async def _drive(
             batch=batch,
             task_id=task.id,
             labels=task.labels,
-            **arguments,
+            **seams,
         )
 
 

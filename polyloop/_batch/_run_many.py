@@ -9,23 +9,26 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from polyloop._base._timeout import checked_timeout_s
 from polyloop._batch._backend import AsyncioBackend, Backend, BatchJob
 from polyloop._batch._drive import Verdict, judge
-from polyloop._batch._outcome import Tally, TaskOutcome
+from polyloop._batch._outcome import Tally, TaskOutcome, What
 from polyloop._batch._summary import BatchSummary
 from polyloop._batch._tasks import SeamsFactory, Task, batch_run_id
 from polyloop.errors import InvalidRunId, TaskRefused
-from polyloop.ports import RunStore
+from polyloop.ports import Instrumentation, RunStore
 from polyloop.stores import open_store
 from polyloop.types import AgentDefinition
 
-__all__ = ["Plan", "execute", "plan", "run_many", "vet"]
+__all__ = ["DEFAULT_GRACE_S", "Plan", "checked_grace_s", "execute", "plan", "run_many", "vet"]
 
 _READERS = 16  # logs read at a time while vetting
+#: Seconds an interrupted batch drains (actions in flight finish) before the rest is cancelled.
+DEFAULT_GRACE_S = 30.0
 
 #: Called with each task's outcome as it arrives, in the process that called ``run_many``.
 Progress = Callable[[TaskOutcome], None]
@@ -41,6 +44,9 @@ class Plan:
     concurrency: int
     backend: Backend
     skipped: tuple[TaskOutcome, ...] = ()
+    #: The tasks whose unfinished runs this invocation resumes, each as it stood when vetted
+    #: (``interrupted``: what an interrupted invocation reports for one it never reached).
+    resuming: Mapping[str, TaskOutcome] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -114,18 +120,21 @@ async def vet(checked: Plan) -> Plan:
         checked.tasks
     )
     waiting = iter(enumerate(checked.tasks))
+    resuming: dict[str, TaskOutcome] = {}
 
     async def reader() -> None:
         for index, task in waiting:
             run_id = batch_run_id(job.batch, task.id)
             log = await job.store.read_log(run_id)
             verdict = judge(task, job.batch, job.agent, log)
+            tally = Tally()
+            tally.add(log.records)
             if verdict.action == "skip":
-                tally = Tally()
-                tally.add(log.records)
                 verdicts[index] = (verdict, tally.outcome(task.id, run_id, "skipped"))
             else:
                 verdicts[index] = (verdict, None)
+            if verdict.action == "resume":
+                resuming[task.id] = tally.outcome(task.id, run_id, "interrupted")
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -141,7 +150,7 @@ async def vet(checked: Plan) -> Plan:
         raise TaskRefused(index, task_id, reason, others=len(refused) - 1)
     skipped = tuple(outcome for _, outcome in verdicts if outcome is not None)
     to_drive = tuple(t for t, (_, o) in zip(checked.tasks, verdicts, strict=True) if o is None)
-    return replace(checked, tasks=to_drive, skipped=checked.skipped + skipped)
+    return replace(checked, tasks=to_drive, skipped=checked.skipped + skipped, resuming=resuming)
 
 
 def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -154,13 +163,21 @@ async def execute(
     *,
     progress: Progress | None = None,
     interrupt: asyncio.Event | None = None,
+    stop_now: asyncio.Event | None = None,
+    grace_s: float | None = DEFAULT_GRACE_S,
     started: float | None = None,
 ) -> BatchSummary:
     """Drive every task of a vetted plan through its backend and sum up.
 
-    ``interrupt``: when it is set, the drives in flight are interrupted (their runs left
-    unfinished and resumable), no further task starts, and the summary says ``interrupted``.
-    Without it, cancelling this coroutine does the same and re-raises ``CancelledError``.
+    ``interrupt``: when it is set the batch *drains* (a backend that drains, as the default
+    one): no new task, no new model call, no new action; each model call or action in flight
+    finishes and is recorded, and its run stops unfinished before the next one. Once the drain
+    is done — or after ``grace_s`` seconds, or as soon as ``stop_now`` is set, or at once for a
+    backend that does not drain — what is left is cancelled (those runs stay unfinished and
+    resumable; an action cut in flight ends them ``resume_state_unknown`` on resume). The
+    summary then says ``interrupted`` and each task's outcome is read back from the store, so
+    it agrees with the store's index. Without ``interrupt``, cancelling this coroutine cancels
+    the drives in flight at once and re-raises ``CancelledError``.
     """
     started = time.monotonic() if started is None else started
     outcomes: list[TaskOutcome] = []
@@ -172,13 +189,17 @@ async def execute(
 
     for outcome in checked.skipped:
         report(outcome)
-    job = checked.job
+    drains = interrupt is not None and getattr(checked.backend, "drains", False) is True
+    job = replace(checked.job, draining=asyncio.Event()) if drains else checked.job
     work = checked.backend.run(checked.tasks, job, concurrency=checked.concurrency, report=report)
     was_interrupted = False
     if interrupt is None:
         await work
     else:
-        was_interrupted = await _until(work, interrupt)
+        stop = _Stop(interrupt, job.draining, stop_now, grace_s)
+        was_interrupted = await _until(work, stop)
+    if was_interrupted:
+        outcomes = await _read_back(checked, outcomes)
     return BatchSummary(
         batch=job.batch,
         tasks=checked.total,
@@ -188,23 +209,111 @@ async def execute(
     )
 
 
-async def _until(work: Awaitable[None], interrupt: asyncio.Event) -> bool:
-    """Await ``work`` unless ``interrupt`` is set first; then cancel it (an interruption) and
-    wait for it. Whether it was interrupted."""
+@dataclass(frozen=True, slots=True)
+class _Stop:
+    """How an interrupted batch stops: ``interrupt`` starts the drain (``draining`` set; none:
+    the backend does not drain), ``stop_now`` or ``grace_s`` ends it."""
+
+    interrupt: asyncio.Event
+    draining: asyncio.Event | None
+    stop_now: asyncio.Event | None
+    grace_s: float | None
+
+
+async def _until(work: Awaitable[None], stop: _Stop) -> bool:
+    """Await ``work`` unless the interrupt comes first; then drain, then cancel what is left,
+    and wait for it. Whether it was interrupted."""
     running = asyncio.ensure_future(work)
-    waiting = asyncio.ensure_future(interrupt.wait())
+    waiters: list[asyncio.Future[Any]] = []
     try:
-        await asyncio.wait({running, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        waiters.append(asyncio.ensure_future(stop.interrupt.wait()))
+        await asyncio.wait({running, *waiters}, return_when=asyncio.FIRST_COMPLETED)
+        if not running.done() and stop.draining is not None:
+            stop.draining.set()
+            if stop.stop_now is not None:
+                waiters.append(asyncio.ensure_future(stop.stop_now.wait()))
+            await asyncio.wait(
+                {running, *waiters[1:]}, timeout=stop.grace_s, return_when=asyncio.FIRST_COMPLETED
+            )
     finally:
-        waiting.cancel()
+        for waiter in waiters:
+            waiter.cancel()
         if not running.done():
             running.cancel()
         # the drives in flight are committing what they hold: wait for them, whatever comes
         await asyncio.wait({running})
-    if running.cancelled():
-        return True
-    running.result()  # a backend's own error propagates
-    return False
+    if not running.cancelled():
+        running.result()  # a backend's own error propagates
+    return stop.interrupt.is_set()
+
+
+async def _read_back(checked: Plan, outcomes: list[TaskOutcome]) -> list[TaskOutcome]:
+    """The outcomes of an interrupted invocation as the store has them: a task reported
+    ``interrupted`` whose run has nothing logged was not started; one whose run is finished
+    counts as started (or resumed); a task never reached whose run is unfinished from an
+    earlier invocation is ``interrupted``. A log that cannot be read leaves the outcome as
+    reported."""
+    job = checked.job
+    read: list[TaskOutcome] = []
+    for outcome in outcomes:
+        if outcome.what != "interrupted":
+            read.append(outcome)
+            continue
+        run_id = batch_run_id(job.batch, outcome.task_id)
+        try:
+            log = await job.store.read_log(run_id)
+        except Exception:
+            read.append(outcome)
+            continue
+        if not log.records:
+            continue
+        tally = Tally()
+        tally.add(log.records)
+        driven: What = "resumed" if outcome.task_id in checked.resuming else "started"
+        read.append(
+            tally.outcome(outcome.task_id, run_id, driven if log.finished else "interrupted")
+        )
+    reached = {outcome.task_id for outcome in outcomes}
+    read.extend(o for task_id, o in checked.resuming.items() if task_id not in reached)
+    return read
+
+
+def checked_grace_s(value: object) -> float | None:
+    """A grace period: ``0`` (no drain), a finite number of seconds > 0, or ``None`` (no
+    limit); else ``ValueError``."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    return checked_timeout_s("grace_s", value)
+
+
+async def _drained_on_cancel(
+    vetted: Plan, progress: Progress | None, grace_s: float | None, started: float
+) -> BatchSummary:
+    """:func:`execute`, where the first cancellation drains and the next one stops at once;
+    ``CancelledError`` is re-raised once the batch has stopped."""
+    interrupt, stop_now = asyncio.Event(), asyncio.Event()
+    work = asyncio.ensure_future(
+        execute(
+            vetted,
+            progress=progress,
+            interrupt=interrupt,
+            stop_now=stop_now,
+            grace_s=grace_s,
+            started=started,
+        )
+    )
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        interrupt.set()
+        while not work.done():
+            try:
+                await asyncio.shield(work)
+            except asyncio.CancelledError:
+                stop_now.set()
+            except Exception:
+                break  # the backend's own error: the cancellation is what propagates
+        raise
 
 
 async def run_many(
@@ -218,6 +327,8 @@ async def run_many(
     time_limit_s: float | None = None,
     backend: Backend | None = None,
     progress: Progress | None = None,
+    grace_s: float | None = DEFAULT_GRACE_S,
+    instrumentation: Instrumentation | None = None,
 ) -> BatchSummary:
     """Drive every task of a batch to a stop, ``concurrency`` at a time; resumable.
 
@@ -236,12 +347,22 @@ async def run_many(
     not stop the others: its outcome is ``failed`` with the exception, and its run stays
     resumable. ``time_limit_s`` bounds the wall time each run is driven in this call: past it
     the run finishes ``time_limit``. ``progress`` is called with each task's outcome as it
-    arrives.
+    arrives. ``instrumentation`` (:class:`polyloop.ports.Instrumentation`) is given to every
+    run, whose run span then carries the batch id and the task id.
 
-    Cancelling ``run_many`` *interrupts* the batch: the runs in flight are left unfinished and
-    resumable (never ``cancelled``), and ``CancelledError`` propagates.
+    Cancelling ``run_many`` *drains* the batch (the first Ctrl-C of ``asyncio.run`` does):
+    no new task, no new model call, no new action; each model call or action in flight
+    finishes and is recorded, for at most ``grace_s`` seconds (``None``: no limit; ``0``: no
+    drain); then — or at a second cancellation — what is left is cancelled. Either way the
+    runs in flight are left unfinished and resumable (never ``cancelled``), and
+    ``CancelledError`` propagates.
     """
     started = time.monotonic()
+    grace_s = checked_grace_s(grace_s)
+    if instrumentation is not None and not callable(getattr(instrumentation, "run", None)):
+        raise TypeError(
+            f"instrumentation must have a callable run() (got {type(instrumentation).__name__})"
+        )
     opened = isinstance(store, str)
     the_store = open_store(store) if isinstance(store, str) else store
     try:
@@ -256,8 +377,9 @@ async def run_many(
             time_limit_s=time_limit_s,
             backend=backend,
         )
+        checked = replace(checked, job=replace(checked.job, instrumentation=instrumentation))
         vetted = await vet(checked)
-        return await execute(vetted, progress=progress, started=started)
+        return await _drained_on_cancel(vetted, progress, grace_s, started)
     finally:
         if opened:
             aclose = getattr(the_store, "aclose", None)

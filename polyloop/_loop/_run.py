@@ -109,9 +109,18 @@ class Driving:
 
     interruptible: bool = False
     time_limit_s: float | None = None
+    #: Set: start no new model call and no new action; the run stops, unfinished, at the next
+    #: one (an action or a model call in flight finishes first and is recorded): :class:`Drained`.
+    draining: asyncio.Event | None = None
 
 
 _DELIBERATE = Driving()
+
+
+class Drained(Exception):
+    """The run stopped before a new model call or action because its batch is draining: what
+    was done is committed, no ``RunFinished`` is written, nothing is in doubt (the log ends
+    before an intent, or at a model's reply a resume parses again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +213,20 @@ class _Driver:
         if last is not None and not self.commits.finished:
             await self.append(last, cancelling=True)
 
+    def check_drain(self) -> None:
+        """Raise :class:`Drained` if the run's batch is draining (before a new side effect)."""
+        draining = self.how.draining
+        if draining is not None and draining.is_set():
+            raise Drained(f"run {self.run_id}: drained before a new model call or action")
+
+    async def leave_drained(self) -> None:
+        """The drain's path: commit what is held if the run is in the log already; a new run
+        that never reached its first model call leaves nothing (its ``RunStarted`` is held)."""
+        if not self.commits.started:
+            self.commits.pending.clear()
+            return
+        await self.flush()
+
     async def finish_cancelled(self) -> None:
         """The cancellation path: one RunFinished(cancelled) if the run is started, unfinished.
 
@@ -228,6 +251,7 @@ class _Driver:
             stop = _stopping.fits(budget, prompt_chars)  # B
             if stop is not None:
                 return await self.finish(stop)
+            self.check_drain()
             stop = await self.call_model(messages, prompt_chars)  # C, then D–G
             if stop is not None:
                 return await self.finish(stop)
@@ -281,6 +305,7 @@ class _Driver:
             self.final_answer = decision.text
             return await self.record(self._step(reply, prompt_chars))
         if isinstance(decision, Action):
+            self.check_drain()  # the reply is held: it is committed, and a resume parses it again
             await self.append(ActionIntent(step_index=len(self.steps), action=decision))
             return await self.act(reply, decision, prompt_chars)
         raise TypeError(
@@ -417,6 +442,9 @@ class _Driver:
         try:
             async with limit:
                 return await body
+        except Drained:
+            await self.leave_drained()
+            raise
         except asyncio.CancelledError:
             if self.how.interruptible:  # run_many's Ctrl-C: the next invocation resumes it
                 await self.leave_unfinished()
@@ -756,6 +784,7 @@ async def _continue(driver: _Driver, log: RunLog, stop: StopReason | None) -> Ru
         )
         if not allowed:
             return await driver.finish(StopReason.RESUME_STATE_UNKNOWN)
+        driver.check_drain()
         await driver.append(ActionIntent(step_index=last.step_index, action=action))
         stop = await driver.act(reply, action, prompt_chars)
     if stop is not None:

@@ -43,7 +43,7 @@ from polyloop.cli._read_only import NoStore
 from polyloop.cli._report import add_report_commands
 from polyloop.errors import PolyloopError, SchemaVersionError, StoreCorrupted
 from polyloop.stores import open_store, sqlite_path
-from polyloop.types import RunLog, StepRecord, canonical_json
+from polyloop.types import ActionIntent, RunLog, StepRecord, canonical_json
 
 __all__ = ["main"]
 
@@ -326,6 +326,8 @@ def _print_trajectory(run_id: str, log: RunLog, out: TextIO) -> None:
         print(line.rstrip(), file=out)
         for detail in _detail_lines(completed.executor_detail):
             print(detail, file=out)
+    for line in _in_doubt(log):
+        print(line, file=out)
     finished = log.finished
     if finished is None:
         last = log.records[-1].kind if log.records else "nothing"
@@ -336,6 +338,28 @@ def _print_trajectory(run_id: str, log: RunLog, out: TextIO) -> None:
     if finished.final_answer is not None:
         stop += f"  answer: {_excerpt(finished.final_answer, 200)}"
     print(stop, file=out)
+
+
+def _in_doubt(log: RunLog) -> list[str]:
+    """The action whose result is unknown: the last action intent with no step after it (a
+    run cut while it ran; ``resume_state_unknown`` on resume, as it may not be replayed)."""
+    done = {completed.step.step_index for completed in log.steps}
+    intents = [r for r in log.records if isinstance(r, ActionIntent)]
+    if not intents or intents[-1].step_index in done:
+        return []
+    intent = intents[-1]
+    action = intent.action
+    lines = [
+        f"{intent.step_index:>4}  {'in doubt':<13} {_excerpt(action.text, _EXCERPT)}",
+        f"{'':6}the action's intent is logged and its result is not: it may or may not "
+        "have run (check the environment)",
+    ]
+    if action.tool_name is not None:
+        lines.append(f"{'':6}tool: {_excerpt(action.tool_name, _EXCERPT)}")
+    if action.tool_args is not None:
+        arguments = canonical_json(dict(action.tool_args))
+        lines.append(f"{'':6}arguments: {_excerpt(arguments, _DETAIL)}")
+    return lines
 
 
 def _count(number: int, noun: str) -> str:

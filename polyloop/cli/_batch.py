@@ -8,8 +8,10 @@ line and exit status 2.
 Exit status: 0 — every task's run is finished and no ``--fail-on`` rule is broken; 1 — a run
 failed (a seam raised), a task was refused while running, a ``--fail-on`` rule is broken, or
 the store failed at run time; 2 — a usage error or bad input, nothing written; 130 (SIGINT) or
-143 (SIGTERM) — interrupted: the runs in flight are left unfinished and resumable, the summary
-is printed, and the same command resumes them.
+143 (SIGTERM) — interrupted: the first signal drains the batch (no new task, no new model
+call, no new action; the actions in flight finish and are recorded, for at most ``--grace``
+seconds), a second one cancels what is left; the runs in flight are left unfinished and
+resumable, the summary is printed, and the same command resumes them.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ __all__ = ["BATCH_USAGE", "add_batch_command"]
 
 BATCH_USAGE = (
     "polyloop batch TASKS.jsonl --agent MODULE:ATTR --seams MODULE:FUNC [--store URL] "
-    "[--batch ID] [--concurrency N] [--time-limit SECONDS] [--fail-on STOP_REASON[:N|:P%],...]"
+    "[--batch ID] [--concurrency N] [--time-limit SECONDS] [--grace SECONDS] "
+    "[--fail-on STOP_REASON[:N|:P%],...]"
 )
 # argparse formats usage and help with %: a literal percent sign is written twice there.
 _USAGE_TEXT = BATCH_USAGE.replace("%", "%%")
@@ -62,7 +65,10 @@ def add_batch_command(subparsers: Any, store_option: argparse.ArgumentParser) ->
         description="Run an agent over every task of TASKS.jsonl (one JSON object a line: id, "
         "goal, optional labels), CONCURRENCY at a time. Running the same command again "
         "resumes the unfinished runs (never replaying an action) and skips the finished ones. "
-        "Ctrl-C interrupts: the runs in flight stay resumable and the summary is printed. "
+        "The first Ctrl-C (or SIGTERM) drains: no new task, model call or action; the "
+        "actions in flight finish and are recorded (for at most --grace seconds), the runs "
+        "stay resumable with nothing in doubt and the summary is printed; a second Ctrl-C "
+        "stops at once. "
         "Exit 0 when every run is finished, 1 for a failed run or a broken --fail-on rule, 2 "
         "for bad input (nothing written), 130/143 when interrupted.",
     )
@@ -86,6 +92,13 @@ def add_batch_command(subparsers: Any, store_option: argparse.ArgumentParser) ->
         default=None,
         metavar="SECONDS",
         help="end a run driven longer than this with stop reason time_limit",
+    )
+    parser.add_argument(
+        "--grace",
+        default="30",
+        metavar="SECONDS",
+        help="after the first Ctrl-C (or SIGTERM), how long the actions in flight may take to "
+        "finish and be recorded before what is left is cancelled (default 30; 0: at once)",
     )
     parser.add_argument(
         "--fail-on",
@@ -118,42 +131,62 @@ def run_batch_command(args: argparse.Namespace) -> int:
         raise
     finally:
         # Once a signal interrupted the batch the process is on its way out and the signals
-        # stay ignored (see _Signals.handle).
+        # stay ignored (see _Signals).
         if signals.caught is None:
             for number, handler in previous.items():
                 signal.signal(number, handler)
+        else:
+            signals.ignore()
 
 
 class _Signals:
-    """SIGINT and SIGTERM for one batch command: the first one interrupts the batch (once it
-    runs, or as soon as it starts), the others are ignored.
+    """SIGINT and SIGTERM for one batch command: the first one drains the batch (once it runs,
+    or as soon as it starts), the second one stops it at once, the others are ignored.
 
-    A plain signal handler, not the event loop's, and the first signal turns both into
-    ``SIG_IGN`` for the rest of the process: an interrupted batch prints its summary and exits
-    within milliseconds, and a Python handler is reset to the default when the interpreter
-    shuts down, so an impatient second Ctrl-C used to kill the process (status -SIGINT instead
-    of 130) after the summary was printed."""
+    A plain signal handler, not the event loop's, and the second signal turns both into
+    ``SIG_IGN`` for the rest of the process (so does the end of an interrupted batch): an
+    interrupted batch prints its summary and exits, and a Python handler is reset to the
+    default when the interpreter shuts down, so an impatient Ctrl-C used to kill the process
+    (status -SIGINT instead of 130) after the summary was printed."""
 
     def __init__(self) -> None:
         self.caught: signal.Signals | None = None
-        self._interrupt: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+        self.again = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._events: tuple[asyncio.Event, asyncio.Event | None] | None = None
 
     def handle(self, number: int, frame: object) -> None:
-        if self.caught is not None:
+        if self.caught is None:
+            self.caught = signal.Signals(number)
+            self._wake(0)
             return
-        self.caught = signal.Signals(number)
+        self.again = True
+        self.ignore()
+        self._wake(1)
+
+    @staticmethod
+    def ignore() -> None:
+        """Both signals ignored from now on, at the C level (survives interpreter shutdown)."""
         for ignored in _EXIT_ON_SIGNAL:
             signal.signal(ignored, signal.SIG_IGN)
-        if self._interrupt is not None:
-            loop, event = self._interrupt
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to stop
-                loop.call_soon_threadsafe(event.set)
 
-    def interrupt_on(self, event: asyncio.Event) -> None:
-        """Set ``event`` at the first signal (now, if one came already)."""
-        self._interrupt = (asyncio.get_running_loop(), event)
+    def _wake(self, which: int) -> None:
+        if self._loop is None or self._events is None:
+            return
+        event = self._events[which]
+        if event is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to stop
+                self._loop.call_soon_threadsafe(event.set)
+
+    def interrupt_on(self, event: asyncio.Event, stop_now: asyncio.Event | None = None) -> None:
+        """Set ``event`` at the first signal and ``stop_now`` at the second (now, for those
+        that came already)."""
+        self._loop = asyncio.get_running_loop()
+        self._events = (event, stop_now)
         if self.caught is not None:
             event.set()
+        if self.again and stop_now is not None:
+            stop_now.set()
 
 
 class _Settings(argparse.Namespace):
@@ -165,6 +198,7 @@ class _Settings(argparse.Namespace):
     batch: str
     concurrency: int
     time_limit_s: float | None
+    grace_s: float
     rules: tuple[FailOn, ...]
 
 
@@ -173,6 +207,7 @@ def _settings(args: argparse.Namespace) -> _Settings:
     settings = _Settings()
     settings.concurrency = _concurrency(args.concurrency)
     settings.time_limit_s = _time_limit(args.time_limit)
+    settings.grace_s = _grace(args.grace)
     settings.rules = parse_rules(args.fail_on)
     sqlite_path(args.store)  # ValueError (a usage error) for a URL of no known form
     settings.store_url = args.store
@@ -212,6 +247,16 @@ def _time_limit(text: str | None) -> float | None:
     return seconds
 
 
+def _grace(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not (0 <= seconds < float("inf")):
+        raise Refused(f"--grace must be a number of seconds >= 0, got {text!r}")
+    return seconds
+
+
 def _check_batch_id(batch: str, from_file: bool, tasks: str) -> None:
     try:
         batch_run_id(batch, "x")
@@ -228,12 +273,12 @@ async def _batch(settings: _Settings, out: TextIO, err: TextIO, signals: _Signal
         terminal = err.isatty()
         width = shutil.get_terminal_size().columns if terminal else 0
         progress = ProgressLine(checked.total, err, terminal=terminal, width=width)
-        summary = await _driven(checked, progress, signals)
+        summary = await _driven(checked, progress, signals, settings.grace_s)
     finally:
         aclose = getattr(store, "aclose", None)
         if aclose is not None:
             await aclose()
-    for line in render_summary(summary, lines, settings.where):
+    for line in render_summary(summary, lines, settings.where, store=settings.store_url):
         print(line, file=out)
     broken = tripped(settings.rules, summary)
     for why in broken:
@@ -276,13 +321,22 @@ def _unopened(exc: BaseException) -> str:
     return f"--store: the store cannot be opened: {one_line(exc)}"
 
 
-async def _driven(checked: Plan, progress: ProgressLine, signals: _Signals) -> BatchSummary:
-    """Run the plan; SIGINT or SIGTERM interrupts it (once is enough; more are ignored)."""
-    interrupt = asyncio.Event()
-    signals.interrupt_on(interrupt)
+async def _driven(
+    checked: Plan, progress: ProgressLine, signals: _Signals, grace_s: float
+) -> BatchSummary:
+    """Run the plan; the first SIGINT or SIGTERM drains it, for at most ``grace_s`` seconds;
+    the second stops it at once; more are ignored."""
+    interrupt, stop_now = asyncio.Event(), asyncio.Event()
+    signals.interrupt_on(interrupt, stop_now)
     ticker = asyncio.ensure_future(_tick(progress))
     try:
-        return await execute(checked, progress=progress.update, interrupt=interrupt)
+        return await execute(
+            checked,
+            progress=progress.update,
+            interrupt=interrupt,
+            stop_now=stop_now,
+            grace_s=grace_s,
+        )
     finally:
         ticker.cancel()
         progress.close()

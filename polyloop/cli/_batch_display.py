@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TextIO
 
 from polyloop._batch import BatchSummary, Spread, TaskOutcome
+from polyloop.types import StopReason
 
 __all__ = ["ProgressLine", "render_summary"]
 
@@ -111,8 +112,11 @@ def _duration(seconds: float) -> str:
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
-def render_summary(summary: BatchSummary, lines: Mapping[str, int], where: str) -> list[str]:
-    """The summary's lines. ``lines`` maps a task id to its line in the tasks file ``where``."""
+def render_summary(
+    summary: BatchSummary, lines: Mapping[str, int], where: str, *, store: str | None = None
+) -> list[str]:
+    """The summary's lines. ``lines`` maps a task id to its line in the tasks file ``where``;
+    ``store`` is the store's URL (for the ``polyloop show`` hint)."""
     what = summary.what
     done = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in what.items())
     head = "interrupted" if summary.interrupted else "done"
@@ -129,10 +133,43 @@ def render_summary(summary: BatchSummary, lines: Mapping[str, int], where: str) 
     out.append(f"usage             {tokens or 'none reported by the model'}")
     out.extend(_listed("failed", summary.failures, lines, where))
     out.extend(_listed("refused", summary.refusals, lines, where))
+    out.extend(_in_doubt(summary, lines, where, store))
     if summary.unfinished:
         out.append(
             f"{summary.unfinished} task{'' if summary.unfinished == 1 else 's'} unfinished: "
             "run the same command again to resume"
+        )
+    return out
+
+
+def _in_doubt(
+    summary: BatchSummary, lines: Mapping[str, int], where: str, store: str | None
+) -> list[str]:
+    """The runs this invocation ended ``resume_state_unknown``: each was cut while an action
+    ran, which may or may not have happened and is not replayed."""
+    ended = [
+        o
+        for o in summary.outcomes
+        if o.what in ("started", "resumed") and o.stop_reason == StopReason.RESUME_STATE_UNKNOWN
+    ]
+    if not ended:
+        return []
+    runs = "run" if len(ended) == 1 else "runs"
+    out = [
+        f"{StopReason.RESUME_STATE_UNKNOWN.value} ({len(ended)}): the {runs} below were cut "
+        "while an action ran; it may or may not have happened and was not repeated. Check it "
+        "in the environment; `polyloop show RUN_ID` names the action (tool, arguments, step):"
+    ]
+    # not a URL that may hold a password
+    option = f" --store {store}" if store is not None and "@" not in store else ""
+    for outcome in ended[:_LISTED]:
+        line = lines.get(outcome.task_id)
+        place = f"{where}:{line}" if line is not None else where
+        out.append(f"  {place}: polyloop show {outcome.run_id}{option}")
+    if len(ended) > _LISTED:
+        out.append(
+            f"  … and {len(ended) - _LISTED} more (polyloop runs --stop-reason "
+            f"{StopReason.RESUME_STATE_UNKNOWN.value} --batch {summary.batch})"
         )
     return out
 
