@@ -263,7 +263,8 @@ def _step(target: object, token: str, ref: str) -> object:
     """One JSON-pointer step into ``target``."""
     if isinstance(target, dict) and token in target:
         return target[token]
-    if isinstance(target, list) and token.isdigit() and int(token) < len(target):
+    index = token.isascii() and token.isdigit()  # "²".isdigit() is true; int("²") refuses it
+    if isinstance(target, list) and index and int(token) < len(target):
         return target[int(token)]
     raise ValueError(f"$ref {ref!r} points to nothing in the schema")
 

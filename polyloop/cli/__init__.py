@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import re
 import sqlite3
 import sys
@@ -36,6 +37,7 @@ from polyloop.cli._index import (
     open_reader,
     query_of,
     trajectory_line,
+    unknown_batch_note,
     write_rows,
     write_stats,
 )
@@ -51,6 +53,7 @@ DEFAULT_STORE = "sqlite:///polyloop.db"
 _EXCERPT = 60
 USAGE = 2  # exit status of a usage error
 FAILED = 1  # exit status of a failure at run time
+CLOSED_PIPE = 141  # 128 + SIGPIPE: the reader closed the pipe (`polyloop runs | head -1`)
 
 
 class CommandError(Exception):
@@ -72,7 +75,31 @@ Handler = Callable[[argparse.Namespace, TextIO], Coroutine[Any, Any, int]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    A reader that closes the pipe early (``polyloop runs | head -1``) ends the command quietly,
+    as Unix tools do: no message, exit status 141 (128 + SIGPIPE, what a shell reports for a
+    tool the closed pipe ended).
+    """
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # what is still buffered meets the closed pipe here, not at exit
+    except BrokenPipeError:
+        return _closed_pipe()
+    return status
+
+
+def _closed_pipe() -> int:
+    """The reader went away: nothing more is written (the interpreter's last flush of standard
+    output would fail again, so standard output becomes ``/dev/null``)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return CLOSED_PIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     _escape_unprintable_output()
     parser = _parser()
     try:
@@ -97,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = asyncio.run(handler(args, sys.stdout))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        raise  # the reader closed the pipe: main ends quietly
     except StoreUnavailable as exc:  # bad input: a store that cannot be opened
         return refuse(exc, USAGE)
     except (CommandError, NoStore, PolyloopError, ValueError, OSError, sqlite3.Error) as exc:
@@ -206,8 +235,11 @@ async def _runs(args: argparse.Namespace, out: TextIO) -> int:
     store = open_reader(args.store)
     try:
         rows, unreadable = await index_rows(store, query, args.store)
+        note = await unknown_batch_note(store, query, args.store) if not rows else None
     finally:
         await close(store)
+    if note is not None:
+        print(note, file=sys.stderr)
     if args.format != "table":
         write_rows(rows, args.format, out)
     elif not rows and not unreadable:
@@ -240,9 +272,12 @@ async def _stats(args: argparse.Namespace, out: TextIO) -> int:
     store = open_reader(args.store)
     try:
         stats = await index_stats(store, query, args.store)
+        note = await unknown_batch_note(store, query, args.store) if not stats.runs else None
     finally:
         await close(store)
     write_stats(stats, args.format, out)
+    if note is not None:
+        print(note, file=sys.stderr)
     return 0
 
 

@@ -201,6 +201,29 @@ async def index_stats(store: Reader, query: RunQuery, url: str) -> RunStats:
     return stats_of(newest_last(summaries, query))
 
 
+async def unknown_batch_note(store: Reader, query: RunQuery, url: str) -> str | None:
+    """When ``--batch NAME`` selected nothing because the store has no batch of that name: one
+    line saying so and naming the batches it has (the first few), else ``None`` (the batch
+    exists, and only another filter left nothing)."""
+    if query.batch is None:
+        return None
+    rows, _ = await index_rows(store, RunQuery(), url)
+    batches = sorted({row.batch for row in rows if row.batch is not None})
+    if query.batch in batches:
+        return None
+    if not batches:
+        has = "it has no batches (runs get one from `polyloop batch` or run_many)"
+    else:
+        shown = ", ".join(repr(name) for name in batches[:_BATCHES_SHOWN])
+        more = len(batches) - _BATCHES_SHOWN
+        tail = f" and {more} more (polyloop runs --format json lists them)" if more > 0 else ""
+        has = f"its batches: {shown}{tail}"
+    return f"polyloop: note: {url} has no batch {query.batch!r}; {has}"
+
+
+_BATCHES_SHOWN = 10
+
+
 def _say_reading_logs(url: str) -> None:
     print(
         f"polyloop: note: {url} has no run index yet (written by an earlier polyloop); "

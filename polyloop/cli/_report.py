@@ -163,7 +163,7 @@ def _write_command(args: argparse.Namespace) -> int:
             return _refuse(f"report merge takes one or more reports; usage: {usage}")
         reports = [load_report(path) for path in files]
         try:
-            merged = merge_reports(reports, allow_mixed_suites=args.allow_mixed_suites)
+            merged = merge_reports(reports, allow_mixed_suites=args.allow_mixed_suites, names=files)
         except MergeError as error:
             return _refuse(f"cannot merge: {error}")
         text = json.dumps(merged, indent=2, ensure_ascii=False) + "\n"

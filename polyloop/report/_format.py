@@ -113,7 +113,8 @@ def _is_newer(tag: object) -> bool:
     if not isinstance(tag, str) or not tag.startswith(prefix + "/"):
         return False
     number = tag[len(prefix) + 1 :]
-    return number.isdigit() and len(number) < 6 and int(number) > int(current)
+    # ASCII digits only: "²".isdigit() is true and int() refuses it; int("٣") reads 3.
+    return number.isascii() and number.isdigit() and len(number) < 6 and int(number) > int(current)
 
 
 def _one_line(text: str) -> str:

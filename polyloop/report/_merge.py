@@ -81,16 +81,23 @@ def _tokens(value: object) -> set[str]:
 
 
 def merge_reports(
-    reports: Sequence[Mapping[str, Any]], *, allow_mixed_suites: bool = False
+    reports: Sequence[Mapping[str, Any]],
+    *,
+    allow_mixed_suites: bool = False,
+    names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """One report (schema ``polyloop-conformance/2``, with ``jobs``) from several.
 
     Raises :class:`MergeError` for reports of different suite hashes unless
     ``allow_mixed_suites`` (which marks each promise the suites differ on with
-    ``mixed_suite``), and for an implementation id that is two different seams.
+    ``mixed_suite``), for an implementation id that is two different seams, and for two
+    inputs that carry the same report id but differ in what that job says (its outcomes or
+    its record): keeping either would make the result depend on the order of the inputs.
+    ``names`` (the inputs' file names, in order) name the two inputs in that message.
     """
     if not reports:
         raise MergeError("nothing to merge: give at least one report")
+    _refuse_differing_ids(reports, names)
     jobs: dict[str, dict[str, Any]] = {}
     for report in reports:
         for job in _jobs(report):
@@ -130,6 +137,43 @@ def merge_reports(
     if len(suites) > 1:
         merged["mixed_suites"] = True
     return merged
+
+
+def _job_contents(report: Mapping[str, Any]) -> dict[str, tuple[str, list[Any]]]:
+    """What each job a report holds says: report id → (its record, its outcomes, sorted)."""
+    said: dict[str, tuple[str, list[Any]]] = {
+        job["report_id"]: (_digest(job), []) for job in _jobs(report)
+    }
+    for item in report.get("implementations", []):
+        for promise in item["promises"]:
+            for run in _runs(report, promise):
+                cell = [str(item["id"]), str(promise["id"]), run["outcome"]]
+                said.setdefault(run["report_id"], ("", []))[1].append(cell)
+    return {rid: (record, sorted(cells)) for rid, (record, cells) in said.items()}
+
+
+def _refuse_differing_ids(
+    reports: Sequence[Mapping[str, Any]], names: Sequence[str] | None
+) -> None:
+    """:class:`MergeError` when two inputs carry one report id with different contents."""
+    seen: dict[str, tuple[int, tuple[str, list[Any]]]] = {}
+    for index, report in enumerate(reports):
+        for rid, contents in _job_contents(report).items():
+            first = seen.setdefault(rid, (index, contents))
+            if first[1] != contents:
+                one, two = (_input_name(names, i) for i in (first[0], index))
+                what = "outcomes" if first[1][1] != contents[1] else "job records"
+                raise MergeError(
+                    f"{one} and {two} both carry report id {rid!r} with different {what}: "
+                    "a report id names one run, so one of them is not what it says (rerun "
+                    "the job, or merge only one of them)"
+                )
+
+
+def _input_name(names: Sequence[str] | None, index: int) -> str:
+    if names is not None and index < len(names):
+        return str(names[index])
+    return f"input {index + 1}"
 
 
 def _add_implementation(

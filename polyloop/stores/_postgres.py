@@ -109,7 +109,7 @@ _SCHEMA: Final = (
 def _has_index(version: str) -> bool:
     """Whether a store of this version keeps the run index (1.1 and every later 1.x)."""
     minor = version.split(".", 2)[1] if version.count(".") else "0"
-    return minor.isdigit() and int(minor) >= int(INDEXED_VERSION.split(".")[1])
+    return minor.isascii() and minor.isdigit() and int(minor) >= int(INDEXED_VERSION.split(".")[1])
 
 
 def _require_driver() -> None:
@@ -130,7 +130,7 @@ def _describe_dsn(dsn: str) -> str:
     params = conninfo_to_dict(dsn)
     # libpq checks the port only when connecting; a typo here should fail at construction.
     for port in str(params.get("port") or "").split(","):
-        if port and not port.isdigit():
+        if port and not (port.isascii() and port.isdigit()):
             raise ValueError(f"invalid PostgreSQL DSN: port {port!r} is not a number")
     shown = {k: v for k, v in params.items() if k in {"host", "hostaddr", "port", "dbname", "user"}}
     return " ".join(f"{k}={v}" for k, v in sorted(shown.items())) or "(libpq defaults)"

@@ -302,3 +302,29 @@ def test_the_report_command_is_dispatched_to_its_module(
 
     assert status == 2
     assert str(not_a_report) in capsys.readouterr().err
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(in_tmp: Path) -> None:
+    """``polyloop runs | head -1``: no "Broken pipe" error, the exit status a shell reports for
+    a Unix tool the closed pipe ended (128 + SIGPIPE)."""
+
+    async def write() -> None:
+        async with SQLiteStore(in_tmp / "runs.db") as store:
+            for n in range(3000):  # far more than a pipe's buffer holds
+                run_id = f"run-{n:04d}"
+                await store.append(run_id, started(run_id, "2026-11-30T10:00:00.000Z"), sequence=0)
+
+    asyncio.run(write())
+    command = f"{sys.executable} -m polyloop.cli runs --store runs.db"
+    done = subprocess.run(
+        ["bash", "-c", command + ' | head -1; echo "${PIPESTATUS[0]}"'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=in_tmp,
+    )
+
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:2] == ["RUN", "ID"]
+    assert lines[-1] == "141", done.stderr
+    assert done.stderr == ""

@@ -358,3 +358,30 @@ def test_without_the_index_runs_reads_every_log(
 
     reads = [s for s in statements if "FROM polyloop_records WHERE run_id" in s]
     assert len(reads) == 300
+
+
+@pytest.mark.parametrize("command", ["stats", "runs"])
+def test_a_batch_the_store_does_not_have_is_named_with_the_batches_it_has(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    assert main([command, "--store", str(db), "--batch", "evals"]) == 0
+
+    captured = capsys.readouterr()
+    assert one_line_error_or_note(captured.err) == (
+        f"polyloop: note: {db} has no batch 'evals'; its batches: 'exp'"
+    )
+    assert main([command, "--store", str(db), "--batch", "exp", "--since", "2027-01-01"]) == 0
+    assert capsys.readouterr().err == ""  # the batch exists: another filter left nothing
+
+    empty = tmp_path / "none.db"
+    write_store(empty, {"r9": run_batches("r9", steps=1, reason=None)})
+    assert main([command, "--store", str(empty), "--batch", "evals", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)  # standard output stays what the format says
+    assert "has no batch 'evals'; it has no batches" in captured.err
+
+
+def one_line_error_or_note(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return lines[0]

@@ -248,6 +248,10 @@ def test_optional_fields_may_be_absent(tmp_path: Path) -> None:
         ),
         ('{"schema": "polyloop-conformance/0"}', "(schema: 'polyloop-conformance/0')"),
         ('{"schema": "polyloop-conformance/2x"}', "(schema: 'polyloop-conformance/2x')"),
+        # digits that are not ASCII: str.isdigit() says yes, int() refuses (or reads them)
+        ('{"schema": "polyloop-conformance/\u00b2"}', "(schema: 'polyloop-conformance/²')"),
+        ('{"schema": "polyloop-conformance/\u0663"}', "(schema: 'polyloop-conformance/٣')"),
+        ('{"schema": "polyloop-conformance/\uff13"}', "(schema: 'polyloop-conformance/３')"),
         ('{"schema": "polyloop-conformance/1234567"}', "(schema: 'polyloop-conformance/1234567')"),
         ('{"schema": "other/polyloop-conformance/3"}', "(schema: 'other/polyloop-conformance/3')"),
         ("{", "not JSON: Expecting property name enclosed in double quotes: line 1 column 2"),

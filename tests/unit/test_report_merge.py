@@ -270,3 +270,54 @@ def test_mixed_suites_through_the_command(
     merged = load_report(out)
     assert merged["mixed_suites"] is True
     assert merged["suite_hash"] not in (SUITE, other)  # stands for both, is neither
+
+
+# ------------------------------------------------------- one report id, different contents
+
+colliding_jobs = st.tuples(
+    *(st.integers(1, 2).flatmap(jobs) for _ in range(3))
+)  # three jobs drawn from two report ids: at least two share an id, often with other contents
+
+
+def _merged_or_refused(reports: list[dict[str, Any]]) -> object:
+    try:
+        return merge_reports(reports)
+    except MergeError as error:
+        return "refused" if "both carry report id 'job-" in str(error) else str(error)
+
+
+@SETTINGS
+@given(colliding_jobs)
+def test_with_colliding_report_ids_the_merge_never_depends_on_the_order(reports: Jobs) -> None:
+    """Two inputs with one report id and different contents are refused whatever their order;
+    the same content given twice merges, and every grouping and order agrees."""
+    a, b, c = reports
+    whole = _merged_or_refused([a, b, c])
+    for order in ([c, a, b], [b, c, a], [b, a, c], [a, c, b], [c, b, a]):
+        assert _merged_or_refused(order) == whole
+    if whole != "refused":
+        assert merge_reports([merge_reports([a, b]), c]) == whole
+        assert merge_reports([a, merge_reports([b, c])]) == whole
+        assert merge_reports([whole, a]) == whole
+        assert merge_reports([a, a, b, c, c]) == whole
+
+
+def test_one_report_id_with_different_outcomes_is_refused_in_either_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    held = report(implementation("s", "event_sink", {"event_sink.a": "held"}), report_id="r")
+    broken = report(implementation("s", "event_sink", {"event_sink.a": "violated"}), report_id="r")
+    a, b = write(tmp_path, "a.json", held), write(tmp_path, "b.json", broken)
+    out = tmp_path / "m.json"
+    for first, second in ((a, b), (b, a)):
+        assert main(["report", "merge", str(first), str(second), "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(
+            f"polyloop: error: cannot merge: {first} and {second} both carry report id 'r' "
+            "with different outcomes"
+        )
+        assert err.count("\n") == 1
+        assert not out.exists()
+    assert merge_reports([held, merge_reports([held])]) == merge_reports([held])
+    with pytest.raises(MergeError, match="input 1 and input 2 both carry report id 'r'"):
+        merge_reports([merge_reports([held]), broken])

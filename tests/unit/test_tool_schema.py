@@ -197,6 +197,11 @@ def test_without_the_extra_installed_a_ref_is_refused_and_the_subset_validates()
         ({"items": [{"type": "string"}]}, "at $.items"),  # draft-07's tuple form
         ({"properties": {"a": {"$ref": "#/$defs/Missing"}}, "$defs": {}},
          "$ref '#/$defs/Missing' points to nothing"),
+        # an index of digits that are not ASCII ("²".isdigit() is true, int("²") refuses it)
+        ({"prefixItems": [{}], "properties": {"a": {"$ref": "#/prefixItems/\u00b2"}}},
+         "$ref '#/prefixItems/²' points to nothing"),
+        ({"prefixItems": [{}], "properties": {"a": {"$ref": "#/prefixItems/\u0660"}}},
+         "$ref '#/prefixItems/٠' points to nothing"),
         ({"$ref": "https://example.com/schema.json"}, "points outside the schema"),
         ({"$ref": "#nowhere"}, "names no $anchor"),
         ({"$ref": "#"}, "loop back to themselves"),
