@@ -44,7 +44,14 @@ from polyloop.testing._run_ids import fresh_run_ids
 from polyloop.testing._shapes import mismatch
 from polyloop.types import ModelCallIntent, Record, RunFinished
 
-__all__ = ["PowerFindings", "missing_for_power_probe", "power_findings", "run_power_probe"]
+__all__ = [
+    "INSTALL_HINT",
+    "PowerFindings",
+    "TracerUnavailable",
+    "missing_for_power_probe",
+    "power_findings",
+    "run_power_probe",
+]
 
 #: The seed of the probe's random choices of which unsynced operations survive; the report
 #: shows it. ``POLYLOOP_POWER_SEED`` sets another.
@@ -57,12 +64,16 @@ _TRACED = (
     "copy_file_range,sendfile,splice,io_uring_setup"
 )
 _WRITER_BOUND_S = 120.0  # the traced writer: a cold interpreter and every round, under load
-_INSTALL = (
+INSTALL_HINT = (
     "install strace (Debian/Ubuntu: `apt-get install strace`; Fedora: `dnf install strace`; "
     "Alpine: `apk add strace`) and run the suite on Linux where processes may be traced "
     "(in a container: `--cap-add SYS_PTRACE`)"
 )
 _NO_ACK = "no call acknowledged yet"
+
+
+class TracerUnavailable(RuntimeError):
+    """``strace`` is installed but cannot trace here (``ptrace`` refused, say); says why."""
 
 
 @dataclass
@@ -139,7 +150,11 @@ async def trace_writer(factory: str, directory: Path, trace: Path, run_ids: list
             await process.wait()
     lines = out.decode("utf-8", "replace").splitlines()
     if process.returncode != 0 or "done" not in lines:
-        tail = "\n".join(err.decode("utf-8", "replace").strip().splitlines()[-12:])
+        said = err.decode("utf-8", "replace").strip().splitlines()
+        tracer = [line for line in said if line.startswith("strace: ")]
+        if tracer and not any(line.startswith("power-plan") for line in lines):
+            raise TracerUnavailable(f"strace cannot trace a process here: {tracer[0]}")
+        tail = "\n".join(said[-12:])
         raise RuntimeError(f"the traced writer failed (exit code {process.returncode}):\n{tail}")
     return "power-plan 1" in lines
 
@@ -449,6 +464,13 @@ async def run_power_probe(factory: str, base: Path, seed: int = DEFAULT_SEED) ->
     return findings
 
 
+def _scratch() -> str | None:
+    """Where the probe works: a memory file system when there is one (``/dev/shm``: every
+    fsync of the states' stores is free there), else the default temporary directory."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+
+
 _PROBED: dict[str, PowerFindings] = {}
 
 
@@ -457,7 +479,7 @@ async def power_findings(factory: str) -> PowerFindings:
     removed however the probe ends. A trace the probe cannot replay is not judged."""
     if factory not in _PROBED:
         seed = int(os.environ.get("POLYLOOP_POWER_SEED", DEFAULT_SEED))
-        with tempfile.TemporaryDirectory(prefix="polyloop-power-") as directory:
+        with tempfile.TemporaryDirectory(prefix="polyloop-power-", dir=_scratch()) as directory:
             try:
                 _PROBED[factory] = await run_power_probe(factory, Path(directory), seed)
             except (Unmodelable, TraceError) as error:

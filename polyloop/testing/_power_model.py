@@ -147,14 +147,14 @@ class Replay:
         return fd, self.nodes[number]
 
     def relative(self, node: int) -> str:
-        """A current path of ``node`` relative to the root (for messages)."""
+        """A current path of ``node`` relative to the root, long names cut (for messages)."""
         if node == 0:
             return ""
         for number, candidate in self.nodes.items():
             for name, child in candidate.entries.items():
                 if child == node:
                     above = self.relative(number) if number else ""
-                    return f"{above}/{name}" if above else name
+                    return f"{above}/{_cut(name)}" if above else _cut(name)
         return f"a removed file (node {node})"
 
     # ----------------------------------------------------------------- the calls
@@ -277,7 +277,7 @@ class Replay:
         parent, name = self._parent(path)
         del parent.entries[name]
         parent.pending_names.append(("del", name, -1))
-        return f"remove {os.path.relpath(path, self.root)}"
+        return f"remove {_cut(name)}"
 
     def _made_dir(self, call: Syscall) -> str | None:
         at = call.name == "mkdirat"
@@ -289,7 +289,7 @@ class Replay:
         self.nodes[number] = Node(number, True)
         parent.entries[name] = number
         parent.pending_names.append(("set", name, number))
-        return f"mkdir {os.path.relpath(path, self.root)}"
+        return f"mkdir {_cut(name)}"
 
     def _synced(self, call: Syscall) -> str | None:
         found = self._node_of_fd(call)
@@ -380,6 +380,11 @@ class Replay:
                 self._tree(child_number, path + "/", keep_data, keep_names, torn, out)
             elif not child.mapped:
                 out[path] = _content(child, keep_data(child), torn)
+
+
+def _cut(name: str) -> str:
+    """A file name as a message shows it: one over 40 characters loses its middle."""
+    return name if len(name) <= 40 else f"{name[:16]}…{name[-16:]}"
 
 
 def _content(node: Node, keep: int, torn: tuple[int, DataOp] | None) -> bytes:
