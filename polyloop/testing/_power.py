@@ -441,9 +441,10 @@ async def run_power_probe(factory: str, base: Path, seed: int = DEFAULT_SEED) ->
     findings.acknowledged = len(plan.calls)
     if await _data_elsewhere(open_factory, plan, base):
         findings.not_judged = (
-            "the store keeps its data outside the directory its factory was given (a store "
-            "opened on an empty directory reads the records the writer appended): the probe "
-            "can only cut the power under files the writer process writes itself"
+            "the store keeps its data outside the directory its factory was given - a database "
+            "server's, say (a store opened on an empty directory reads the records the writer "
+            "appended): the probe can only cut the power under files the writer process "
+            "writes itself, not under another process's"
         )
         return findings
     walk = _Walk(Replay(root, os.getcwd()), random.Random(seed), seed)
@@ -465,8 +466,12 @@ async def run_power_probe(factory: str, base: Path, seed: int = DEFAULT_SEED) ->
 
 
 def _scratch() -> str | None:
-    """Where the probe works: a memory file system when there is one (``/dev/shm``: every
-    fsync of the states' stores is free there), else the default temporary directory."""
+    """Where the probe works: ``POLYLOOP_POWER_TMPDIR`` if set, else a memory file system when
+    there is one (``/dev/shm``: the states' stores sync for free there), else the default
+    temporary directory."""
+    chosen = os.environ.get("POLYLOOP_POWER_TMPDIR")
+    if chosen:
+        return chosen
     shm = "/dev/shm"
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 

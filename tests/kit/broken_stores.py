@@ -378,6 +378,23 @@ class SyncedLineFileStore(LineFileStore):
         _sync_directory(self.directory)
 
 
+class SlowSyncedLineFileStore(SyncedLineFileStore):
+    """Correct, and slow: a quarter of a second per append (the power-loss probe's writer runs
+    long enough to be interrupted)."""
+
+    async def _write(self, run_id: str, line: bytes) -> None:
+        await asyncio.sleep(0.25)
+        await super()._write(run_id, line)
+
+
+class KeptElsewhere(SyncedLineFileStore):
+    """Correct, but keeps its data in the directory ``POLYLOOP_TEST_ELSEWHERE`` names, whatever
+    directory it is given — as a database server's store does."""
+
+    def __init__(self, directory: Path | str) -> None:
+        super().__init__(os.environ["POLYLOOP_TEST_ELSEWHERE"])
+
+
 class NeverFsyncs(SyncedLineFileStore):
     """Writes and returns: the page cache holds the record, and a power loss takes it."""
 
