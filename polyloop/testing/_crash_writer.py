@@ -11,6 +11,12 @@ round's kill point by a timer thread of its own, so the kill lands where the pla
 system call too: the main thread is in the store's code, the timer needs no GIL hand-off from
 it to fire at the right time, only to be scheduled). The parent prints ``end <round> <status>``
 once it reaped that writer; whatever a writer acknowledged must survive its kill.
+
+With ``--power`` (``python _crash_writer.py FACTORY DIRECTORY --power RUN_IDS_JSON``) it is the
+power-loss probe's writer instead: no fork and no kill — it appends the rounds of
+:func:`power_rounds` on the directory, one newly opened store per round, prints
+``power-ack <round> <call>`` after each call returned and exits; the probe runs it under
+``strace`` and cuts the trace afterwards (``_power.py``).
 """
 
 from __future__ import annotations

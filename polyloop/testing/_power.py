@@ -341,9 +341,11 @@ async def _judge_run(
     problems = []
     if len(log) < acked_len:
         lost = next(i for i in acked if plan.calls[i][3] + len(plan.calls[i][4]) > len(log))
+        count = acked_len - len(log)
         problems.append(
-            f"run {run_id} lost sequence {len(log)} and on ({acked_len - len(log)} acknowledged "
-            f"records): sequence {plan.calls[lost][3]} was {_acked_at(plan, ack_steps, lost)}"
+            f"run {run_id} lost sequence {len(log)} and on ({count} acknowledged "
+            f"record{'' if count == 1 else 's'}): sequence {plan.calls[lost][3]} was "
+            f"{_acked_at(plan, ack_steps, lost)}"
         )
     boundaries = {0} | {plan.calls[i][3] + len(plan.calls[i][4]) for i in mine}
     if len(log) not in boundaries:
