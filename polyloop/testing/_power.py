@@ -373,7 +373,10 @@ async def _append_rules(store: Any, run_id: str, log: tuple[Record, ...]) -> lis
         ]
     if isinstance(log[-1], RunFinished):
         return [f"run {run_id} was finished, yet took another record after the power loss"]
-    after = tuple((await store.read_log(run_id)).records)
+    try:
+        after = tuple((await store.read_log(run_id)).records)
+    except Exception as error:
+        return [f"run {run_id}: read_log after the next append raised {exception_text(error)}"]
     if after != (*log, record):
         return [f"run {run_id}: after the next append it reads back {len(after)} records"]
     return []
@@ -399,7 +402,10 @@ async def judge_state(
                 found = await _judge_run(store, run_id, state, plan, ack_steps)
                 problems += [f"{state.where}: {problem}" for problem in found]
         finally:
-            await close_store(store)
+            try:
+                await close_store(store)
+            except Exception as error:
+                problems.append(f"{state.where}: closing the store raised {exception_text(error)}")
         return problems
     finally:
         shutil.rmtree(directory, ignore_errors=True)
