@@ -11,6 +11,12 @@ round's kill point by a timer thread of its own, so the kill lands where the pla
 system call too: the main thread is in the store's code, the timer needs no GIL hand-off from
 it to fire at the right time, only to be scheduled). The parent prints ``end <round> <status>``
 once it reaped that writer; whatever a writer acknowledged must survive its kill.
+
+With ``--power`` (``python _crash_writer.py FACTORY DIRECTORY --power RUN_IDS_JSON``) it is the
+power-loss probe's writer instead: no fork and no kill — it appends the rounds of
+:func:`power_rounds` on the directory, one newly opened store per round, prints
+``power-ack <round> <call>`` after each call returned and exits; the probe runs it under
+``strace`` and cuts the trace afterwards (``_power.py``).
 """
 
 from __future__ import annotations
@@ -30,11 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from polyloop._base._import_path import BadImportPath, load
-from polyloop.testing._sample_records import started
+from polyloop.testing._sample_records import finished, started
 from polyloop.types import Action, ActionIntent, ModelCallIntent, Record, RunStarted
 
 __all__ = [
     "BIG_RECORD_CHARS",
+    "POWER_ACK",
+    "PowerCall",
     "close_store",
     "load_factory",
     "open_store",
@@ -52,6 +60,10 @@ _OVERSTAY_S = 20.0
 
 #: One call of a round: (run index, records). One record is ``append``, several ``append_many``.
 Call = tuple[int, list[Record]]
+#: One call of the power-loss probe's writer: (run id, sequence, records).
+PowerCall = tuple[str, int, list[Record]]
+#: What the power-loss writer prints after each call returned: ``power-ack <round> <call>``.
+POWER_ACK = "power-ack"
 
 
 class FactoryError(Exception):
@@ -155,6 +167,68 @@ def planned_calls(spec: dict[str, Any]) -> list[Call]:
             (index, calls[position]) for index, calls in enumerate(per_run) if position < len(calls)
         )
     return ordered
+
+
+#: The power-loss writer's rounds, each on a newly opened store: (run, first sequence, count)
+#: chunks — a chunk of several records is one ``append_many`` (or that many ``append`` calls).
+#: Round 0 starts runs 0-2 one record at a time; round 1 continues runs 0 and 1 and starts
+#: run 3, in batches; round 2 finishes run 0 alone and run 1 inside a batch.
+_POWER_ROUNDS: tuple[tuple[tuple[int, int, int], ...], ...] = (
+    tuple((run, step, 1) for step in range(4) for run in range(3)),
+    ((0, 4, 1), (1, 4, 3), (3, 0, 2), (0, 5, 3), (1, 7, 2), (3, 2, 2)),
+    ((2, 4, 1), (0, 8, 1), (1, 9, 2), (3, 4, 1), (2, 5, 1)),
+)
+#: Each run's records in the power-loss rounds (sizes up to ~17 KB: many pages per write).
+_POWER_LOGS = ((8, True), (10, True), (6, False), (5, False))
+
+
+def power_logs(run_ids: list[str]) -> list[list[Record]]:
+    """Every record the power-loss writer appends to each run, in order."""
+    logs: list[list[Record]] = []
+    for index, (count, ends) in enumerate(_POWER_LOGS):
+        records = planned_records(run_ids[index], index)[:count]
+        logs.append(records + ([finished(f"power probe run {index}")] if ends else []))
+    return logs
+
+
+def power_rounds(run_ids: list[str], batches: bool) -> list[list[PowerCall]]:
+    """The power-loss writer's calls, round by round; without ``batches`` each record of a
+    chunk is its own ``append``."""
+    logs = power_logs(run_ids)
+    rounds: list[list[PowerCall]] = []
+    for chunks in _POWER_ROUNDS:
+        calls: list[PowerCall] = []
+        for run, start, count in chunks:
+            records = logs[run][start : start + count]
+            if batches:
+                calls.append((run_ids[run], start, records))
+            else:
+                calls += [(run_ids[run], start + n, [r]) for n, r in enumerate(records)]
+        rounds.append(calls)
+    return rounds
+
+
+async def _power(factory: Callable[[Path], Any], directory: Path, run_ids: list[str]) -> None:
+    """The power-loss writer: every round on a newly opened store, each call acknowledged on
+    standard output as it returns (the acknowledgement is a ``write`` in the trace, so it is
+    ordered with the store's own calls), the store closed after each round."""
+    rounds: list[list[PowerCall]] | None = None
+    for number in range(len(_POWER_ROUNDS)):
+        store = await open_store(factory, directory)
+        try:
+            if rounds is None:
+                batches = callable(getattr(store, "append_many", None))
+                _say(f"power-plan {int(batches)}")
+                rounds = power_rounds(run_ids, batches)
+            for position, (run_id, sequence, records) in enumerate(rounds[number]):
+                if len(records) == 1:
+                    await store.append(run_id, records[0], sequence=sequence)
+                else:
+                    await store.append_many(run_id, records, sequence=sequence)
+                _say(f"{POWER_ACK} {number} {position}")
+        finally:
+            await close_store(store)
+    _say("done")
 
 
 def _say(line: str) -> None:
@@ -330,4 +404,7 @@ def _what_the_writer_told(reading: int) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3]))
+    if sys.argv[3:4] == ["--power"]:  # the power-loss probe's writer: no fork, no kill
+        asyncio.run(_power(load_factory(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[4])))
+    else:
+        main(sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3]))

@@ -4,6 +4,7 @@ Both need what a suite running inside one process cannot do alone — reach the 
 second store object and from another process — so they run only when the implementer names an
 importable factory (:class:`~polyloop.testing.StoreSamples`). The probe is run once per factory
 in a test session and its findings are shared by ``prefix_durability`` and ``atomic_append``.
+A killed process keeps what it handed the kernel; a power loss is ``_power.py``'s probe.
 """
 
 from __future__ import annotations

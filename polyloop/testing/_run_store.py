@@ -35,7 +35,6 @@ from polyloop.testing._base import (
     require_samples,
     require_seam,
     samples_hint,
-    unverifiable_promise,
 )
 from polyloop.testing._crash_writer import FactoryError, load_factory
 from polyloop.testing._durability import CrashFindings, crash_findings, reopen_problems
@@ -47,6 +46,13 @@ from polyloop.testing._index_probe import (
     the_row,
 )
 from polyloop.testing._inline_commit import calls, inline_or_skip, read, same_log
+from polyloop.testing._power import (
+    INSTALL_HINT,
+    PowerFindings,
+    TracerUnavailable,
+    missing_for_power_probe,
+    power_findings,
+)
 from polyloop.testing._run_ids import fresh_run_id, fresh_run_ids, unique_run_id
 from polyloop.testing._sample_records import finished as _finished
 from polyloop.testing._sample_records import started as _started
@@ -165,13 +171,15 @@ _DURABLE = (
 )
 
 
-def _factory_or_skip(samples: object, promise: tuple[str, str]) -> str:
+def _factory_or_skip(
+    samples: object, promise: tuple[str, str], test: str = "test it by killing a writer"
+) -> str:
     """The factory to probe, or the skip that says which sample turns the promise on."""
     if samples is None:
         unverifiable(
             promise=promise[0],
             why="the suite has no way to reopen your store's data or to kill a process writing it",
-            verify_yourself=f"{_sample_line()}; or {promise[1]}, and test it by killing a writer",
+            verify_yourself=f"{_sample_line()}; or {promise[1]}, and {test}",
         )
     checked = require_samples(samples, StoreSamples, "store_samples")
     if checked.factory is None:
@@ -196,6 +204,50 @@ async def _probe(factory: str) -> CrashFindings:
         return await crash_findings(factory)
     except RuntimeError as error:
         pytest.fail(f"the crash probe could not run: {error}", pytrace=False)
+
+
+_POWER = (
+    "an acknowledged append survives a power loss or an operating-system crash",
+    "fsync (or fdatasync) the file before append() returns, and its directory after creating "
+    "or renaming a file in it",
+)
+_POWER_BY_HAND = (
+    "check where your store syncs: `strace -f -e trace=write,pwrite64,fsync,fdatasync,rename,"
+    "openat` on a test that appends shows whether an fsync or fdatasync of the file (and of its "
+    "directory, for a new file or a rename) comes before append returns; then crash the "
+    "storage under it (LazyFS, or a dm-log-writes device replayed up to each flush) and check "
+    "that the store opens and every acknowledged record reads back; a database server: run it "
+    "with synchronous commits (PostgreSQL synchronous_commit=on, fsync=on, full_page_writes=on)"
+)
+
+
+async def _power_or_skip(samples: object) -> PowerFindings:
+    """The power-loss probe's findings, or the skip that says what it lacks to run."""
+    factory = _factory_or_skip(samples, _POWER, "test it on storage that drops unsynced writes")
+    missing, install = missing_for_power_probe(), f"{INSTALL_HINT}; or {_POWER_BY_HAND}"
+    if missing is not None:
+        unverifiable(promise=_POWER[0], why=missing, verify_yourself=install)
+    _load(factory)
+    try:
+        findings = await power_findings(factory)
+    except TracerUnavailable as error:
+        unverifiable(
+            promise=_POWER[0],
+            why=str(error),
+            verify_yourself=f"{INSTALL_HINT}; or {_POWER_BY_HAND}",
+        )
+    except RuntimeError as error:
+        pytest.fail(f"the power-loss probe could not run: {error}", pytrace=False)
+    if findings.not_judged is not None:
+        unverifiable(promise=_POWER[0], why=findings.not_judged, verify_yourself=_POWER_BY_HAND)
+    return findings
+
+
+def _power_summary(findings: PowerFindings) -> str:
+    shown = findings.violations[:5]
+    if len(findings.violations) > 5:
+        shown.append(f"… and {len(findings.violations) - 5} more")
+    return "\n".join([*shown, f"({findings.summary()})"])
 
 
 def _summary(problems: list[str], findings: CrashFindings) -> str:
@@ -796,8 +848,7 @@ class RunStoreContract(ContractBase):
         findings = await _probe(factory)
         assert not findings.durability, _summary(findings.durability, findings)
 
-    @unverifiable_promise
-    async def test_survives_power_loss(self, run_store: RunStore) -> None:
+    async def test_survives_power_loss(self, run_store: RunStore, store_samples: object) -> None:
         """Once ``append`` or ``append_many`` returned, its records survive a power loss or an
         operating-system crash, and the store then opens and reads as a prefix of what was
         appended.
@@ -807,25 +858,14 @@ class RunStoreContract(ContractBase):
         the disk anyway. Only the ``fsync`` (or ``fdatasync``, or a synchronous database
         commit) before ``append`` returns — of the file and, for a new file or a rename, of its
         directory — puts the record on the disk, and leaving it out passes every test that runs
-        in a process.
+        in a process. Checked when ``store_samples`` names a factory, on Linux with ``strace``:
+        the writer appends through the factory on an empty directory — new runs and existing
+        ones, single appends and ``append_many`` batches, a run finished — under a system-call
+        trace; the trace is replayed up to many crash points (before and after every sync,
+        inside every write of more than a page), keeping of what was not synced nothing, all,
+        only file data, only directory changes, or a seeded choice. On each state the store
+        must open, every acknowledged record must read back exactly, no record or batch may be
+        half-present, and the append rules must still hold (a finished run stays finished).
         """
-        unverifiable(
-            promise="an acknowledged append survives a power loss or an operating-system crash",
-            why=(
-                "a test process cannot lose the page cache: whatever it wrote reaches the disk "
-                "after it is killed, so a missing fsync cannot be seen from here"
-            ),
-            verify_yourself=(
-                "check where your store syncs: `strace -f -e trace=write,pwrite64,fsync,"
-                "fdatasync,rename,openat` on a test that appends shows whether an fsync or "
-                "fdatasync of the file (and of its directory, for a new file or a rename) "
-                "comes before append returns; then crash the storage under it: run the store "
-                "on LazyFS (a FUSE file system that drops every write not yet fsynced when "
-                "told to) or on a dm-flakey / dm-log-writes device-mapper target (replay the "
-                "write log up to each flush), or explore crash states of a syscall trace with "
-                "ALICE, and check after each that the store opens and every acknowledged "
-                "record reads back; a database store: run its server with synchronous commit "
-                "(SQLite synchronous=FULL in WAL mode, PostgreSQL synchronous_commit=on and "
-                "fsync=on)"
-            ),
-        )
+        findings = await _power_or_skip(store_samples)
+        assert not findings.violations, _power_summary(findings)

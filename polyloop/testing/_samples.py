@@ -262,8 +262,9 @@ class StoreSamples:
       reopen the store and kill writer processes mid-append (inside 1 MiB appends and
       ``append_many`` batches too); ``start_is_exclusive``, ``finished_run_rejects_records``,
       ``rejects_out_of_order_sequence`` and ``lists_its_runs`` also run across three store
-      objects opened on one location. (``run_store.survives_power_loss`` stays unverifiable:
-      no test process can lose the page cache.)
+      objects opened on one location. On Linux with ``strace``, ``run_store.survives_power_loss``
+      traces a writer appending through the factory and replays the trace up to many crash
+      points, keeping only what an ``fsync`` made durable (elsewhere it is unverifiable).
     * ``in_memory=True`` instead declares that your store keeps nothing across processes (a
       test double): both promises are then ``not_applicable``.
     """

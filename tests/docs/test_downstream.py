@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from polyloop.testing._power import missing_for_power_probe
+
 ROOT = Path(__file__).resolve().parents[2]
 DOWNSTREAM = ROOT / "examples" / "downstream"
 SEAMS = {"model_client", "decision_parser", "action_executor", "event_sink", "run_store"}
@@ -104,5 +106,7 @@ def test_the_subclassing_example_with_the_guides_configuration_warns_nothing(
     )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
-    assert "30 passed, 10 skipped" in out
+    # The power-loss promise is checked where strace runs (Linux), unverifiable elsewhere.
+    power = missing_for_power_probe() is None
+    assert ("31 passed, 9 skipped" if power else "30 passed, 10 skipped") in out
     assert "Warning" not in out, out

@@ -335,6 +335,166 @@ class CachesRunListing(LineFileStore):
         return sorted(self._listed)
 
 
+# Issue 31: a power loss. Each of these keeps every other promise of the suite (the crash
+# probe kills processes, and the kernel keeps what a killed process wrote); only storage that
+# loses what was not synced catches them. Twins: SyncedLineFileStore, RenamedIntoPlace and
+# WalFullSqliteStore.
+
+
+def _sync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+class SyncedLineFileStore(LineFileStore):
+    """Correct: fsyncs the run's file before an append returns, and the directory after
+    creating the file (a new name is durable only once its directory is synced)."""
+
+    async def _write(self, run_id: str, line: bytes) -> None:
+        path = self._path(run_id)
+        created = not path.exists()
+        committed = len(self._committed(run_id))
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(descriptor, committed)
+            self._put(descriptor, line)
+            self._sync_file(descriptor)
+        finally:
+            os.close(descriptor)
+        if created:
+            self._sync_directory()
+
+    def _put(self, descriptor: int, data: bytes) -> None:
+        while data:
+            data = data[os.write(descriptor, data) :]
+
+    def _sync_file(self, descriptor: int) -> None:
+        os.fsync(descriptor)
+
+    def _sync_directory(self) -> None:
+        _sync_directory(self.directory)
+
+
+class SlowSyncedLineFileStore(SyncedLineFileStore):
+    """Correct, and slow: a quarter of a second per append (the power-loss probe's writer runs
+    long enough to be interrupted)."""
+
+    async def _write(self, run_id: str, line: bytes) -> None:
+        await asyncio.sleep(0.25)
+        await super()._write(run_id, line)
+
+
+class KeptElsewhere(SyncedLineFileStore):
+    """Correct, but keeps its data in the directory ``POLYLOOP_TEST_ELSEWHERE`` names, whatever
+    directory it is given — as a database server's store does."""
+
+    def __init__(self, directory: Path | str) -> None:
+        super().__init__(os.environ["POLYLOOP_TEST_ELSEWHERE"])
+
+
+class NeverFsyncs(SyncedLineFileStore):
+    """Writes and returns: the page cache holds the record, and a power loss takes it."""
+
+    def _sync_file(self, descriptor: int) -> None:
+        pass
+
+    def _sync_directory(self) -> None:
+        pass
+
+
+class SyncsFileNotDirectory(SyncedLineFileStore):
+    """Fsyncs every write, never the directory: a new run's file name is not durable, and a
+    power loss takes the whole run with it."""
+
+    def _sync_directory(self) -> None:
+        pass
+
+
+class SyncsBeforeLastWrite(SyncedLineFileStore):
+    """Writes a batch line by line and syncs before the last line, not after it: the line that
+    completes the batch (and a single append's only line) is still in the page cache."""
+
+    def _put(self, descriptor: int, data: bytes) -> None:
+        lines = data.splitlines(keepends=True)
+        for line in lines[:-1]:
+            super()._put(descriptor, line)
+        os.fsync(descriptor)
+        super()._put(descriptor, lines[-1])
+
+    def _sync_file(self, descriptor: int) -> None:
+        pass
+
+
+class RenamedIntoPlace(LineFileStore):
+    """Correct: rewrites a run's whole file on every append — a temporary file, fsynced, renamed
+    over the old one, then the directory fsynced (the rename is durable only then)."""
+
+    async def _write(self, run_id: str, line: bytes) -> None:
+        path = self._path(run_id)
+        temporary = path.with_name(f".{path.name}.tmp")
+        data = self._committed(run_id) + line
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            while data:
+                data = data[os.write(descriptor, data) :]
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.rename(temporary, path)
+        self._sync_directory()
+
+    def _sync_directory(self) -> None:
+        _sync_directory(self.directory)
+
+    async def run_ids(self) -> list[str]:
+        return sorted(p.stem for p in self.directory.glob("*.jsonl") if not p.name.startswith("."))
+
+
+class RenameWithoutDirectorySync(RenamedIntoPlace):
+    """Renames the synced temporary file into place and returns: the rename is not durable, so
+    after a power loss the run's file is the old one (or none)."""
+
+    def _sync_directory(self) -> None:
+        pass
+
+
+class WalFullSqliteStore(SqliteLogStore):
+    """Correct: SQLite in WAL mode with ``synchronous=FULL`` (the WAL is synced at every commit,
+    and its directory when SQLite creates it)."""
+
+    SYNCHRONOUS = "FULL"
+
+    def __init__(self, directory: Path | str) -> None:
+        path = Path(directory) / "wal.db"
+        created = not path.exists()
+        self._db = sqlite3.connect(path, timeout=10)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(f"PRAGMA synchronous={self.SYNCHRONOUS}")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS log "
+            "(run_id TEXT, sequence INTEGER, record TEXT, PRIMARY KEY (run_id, sequence))"
+        )
+        self._db.commit()
+        if created:
+            _sync_directory(Path(directory))
+
+
+class WalNormalSqliteStore(WalFullSqliteStore):
+    """``synchronous=NORMAL`` in WAL mode: a commit is not synced (only a checkpoint is) —
+    safe against a process crash, not against a power loss."""
+
+    SYNCHRONOUS = "NORMAL"
+
+
+class WalOffSqliteStore(WalFullSqliteStore):
+    """``synchronous=OFF``: SQLite never syncs; the operating system decides when data lands."""
+
+    SYNCHRONOUS = "OFF"
+
+
 # Class 4: run ids the old suite never used (it wrote only 32 lower-case hex digits).
 
 

@@ -72,6 +72,7 @@ SPEC_CATALOGUE = {
     "run_store.index_agrees_with_log": "checked",
     "run_store.atomic_append": "checked",  # with its opt-in sample
     "run_store.prefix_durability": "checked",  # with its opt-in sample
+    "run_store.survives_power_loss": "checked",  # with its opt-in sample, on Linux with strace
 }
 
 
