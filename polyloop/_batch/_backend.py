@@ -62,6 +62,7 @@ class BatchJob:
 class Backend(Protocol):
     """Drives the tasks of a batch (see the module's docstring for the whole contract)."""
 
+    # shared shape, kept on purpose: protocol signature: Backend.run
     async def run(
         self,
         tasks: Sequence[Task],
@@ -84,6 +85,7 @@ class AsyncioBackend:
     ``concurrency`` asyncio tasks, not a thousand.
     """
 
+    # shared shape, kept on purpose: protocol signature: Backend.run
     async def run(
         self,
         tasks: Sequence[Task],
