@@ -33,6 +33,8 @@ from polyloop.errors import (
     TaskRefused,
 )
 from polyloop.tools import Tool, ToolEnvironmentError, ToolRegistry
+
+# shared shape, kept on purpose: import list
 from polyloop.types import (
     MAX_NESTING,
     SCHEMA_VERSION,
@@ -64,6 +66,7 @@ from polyloop.types import (
     record_from_json,
 )
 
+# shared shape, kept on purpose: import list (the names it exports)
 __all__ = [
     "MAX_NESTING",
     "SCHEMA_VERSION",

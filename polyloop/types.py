@@ -37,6 +37,7 @@ from polyloop._base._codec import (
 from polyloop._base._utf8_json import utf8_json
 from polyloop.tools import ToolRegistry
 
+# shared shape, kept on purpose: import list (the names it exports)
 __all__ = [
     "MAX_NESTING",
     "SCHEMA_VERSION",
@@ -427,6 +428,7 @@ class RunStarted(_JsonRecord):
     schema_version: str = SCHEMA_VERSION
 
 
+# shared shape, kept on purpose: table of data: each record kind's fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCallIntent(_JsonRecord):
     """Written before the model is called."""
@@ -437,6 +439,7 @@ class ModelCallIntent(_JsonRecord):
     schema_version: str = SCHEMA_VERSION
 
 
+# shared shape, kept on purpose: table of data: each record kind's fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelReplied(_JsonRecord):
     """Written after the model replied, before the reply is parsed."""

@@ -33,7 +33,9 @@ __all__ = [
     "RunQuery",
     "RunStats",
     "RunSummary",
+    "StatsTally",
     "advance",
+    "histogram_percentiles",
     "index_delta",
     "matches",
     "nearest_rank",
@@ -251,14 +253,29 @@ class Percentiles:
 
 def percentiles(values: Sequence[int]) -> Percentiles | None:
     """Nearest rank (the smallest value with at least p% of the values at or below it)."""
-    if not values:
+    histogram: dict[int, int] = {}
+    for value in values:
+        histogram[value] = histogram.get(value, 0) + 1
+    return histogram_percentiles(histogram)
+
+
+def histogram_percentiles(histogram: Mapping[int, int]) -> Percentiles | None:
+    """:func:`percentiles` of the values a histogram (value → how many runs) counts."""
+    total = sum(histogram.values())
+    if not total:
         return None
-    ordered = sorted(values)
-    return Percentiles(
-        median=ordered[nearest_rank(50, len(ordered)) - 1],
-        p90=ordered[nearest_rank(90, len(ordered)) - 1],
-        max=ordered[-1],
-    )
+    ordered = sorted(histogram.items())
+
+    def rank(percent: int) -> int:
+        wanted = nearest_rank(percent, total)
+        seen = 0
+        for value, count in ordered:
+            seen += count
+            if seen >= wanted:
+                return value
+        return ordered[-1][0]
+
+    return Percentiles(median=rank(50), p90=rank(90), max=ordered[-1][0])
 
 
 def nearest_rank(percent: int, count: int) -> int:
@@ -302,28 +319,46 @@ class RunStats:
         }
 
 
+class StatsTally:
+    """:class:`RunStats` counted from groups of runs alike — a row each, or the index's grouped
+    scan: (stop reason, steps, executed actions) and how many runs."""
+
+    def __init__(self) -> None:
+        self.runs = self.running = 0
+        self.reasons: dict[str, int] = {}
+        self.steps: dict[int, int] = {}
+        self.executed: dict[int, int] = {}
+
+    def add_running(self, count: int = 1) -> None:
+        self.runs += count
+        self.running += count
+
+    def add_finished(self, stop_reason: str, steps: int, executed: int, count: int = 1) -> None:
+        self.runs += count
+        self.reasons[stop_reason] = self.reasons.get(stop_reason, 0) + count
+        self.steps[steps] = self.steps.get(steps, 0) + count
+        self.executed[executed] = self.executed.get(executed, 0) + count
+
+    def stats(self, usage: dict[str, int | float]) -> RunStats:
+        return RunStats(
+            runs=self.runs,
+            running=self.running,
+            stop_reasons=self.reasons,
+            steps=histogram_percentiles(self.steps),
+            executed_actions=histogram_percentiles(self.executed),
+            usage=usage,
+        )
+
+
 def stats_of(rows: Iterable[RunSummary]) -> RunStats:
     """The statistics of ``rows`` (already filtered)."""
-    runs = running = 0
-    reasons: dict[str, int] = {}
-    steps: list[int] = []
-    executed: list[int] = []
+    tally = StatsTally()
     usage: dict[str, int | float] = {}
     for row in rows:
-        runs += 1
         for key, tokens in row.usage.items():
             usage[key] = usage.get(key, 0) + tokens
         if row.stop_reason is None:
-            running += 1
-            continue
-        reasons[row.stop_reason] = reasons.get(row.stop_reason, 0) + 1
-        steps.append(row.steps)
-        executed.append(row.executed_actions)
-    return RunStats(
-        runs=runs,
-        running=running,
-        stop_reasons=reasons,
-        steps=percentiles(steps),
-        executed_actions=percentiles(executed),
-        usage=usage,
-    )
+            tally.add_running()
+        else:
+            tally.add_finished(row.stop_reason, row.steps, row.executed_actions)
+    return tally.stats(usage)

@@ -72,6 +72,7 @@ class BatchJob:
 class Backend(Protocol):
     """Drives the tasks of a batch (see the module's docstring for the whole contract)."""
 
+    # shared shape, kept on purpose: protocol signature: Backend.run
     async def run(
         self,
         tasks: Sequence[Task],
@@ -97,6 +98,7 @@ class AsyncioBackend:
 
     drains = True
 
+    # shared shape, kept on purpose: protocol signature: Backend.run
     async def run(
         self,
         tasks: Sequence[Task],

@@ -38,6 +38,8 @@ from polyloop.ports import (
     RunStore,
 )
 from polyloop.stores import MemoryStore
+
+# shared shape, kept on purpose: import list
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -554,6 +556,7 @@ async def run(
     around the run and each model, parser and executor call; its ``trace_parent`` is stored in
     ``RunStarted``.
     """
+    # shared shape, kept on purpose: protocol signature: run() forwards to start()
     return await start(
         agent,
         goal,
@@ -685,6 +688,7 @@ async def resume(
     logged step is re-decided without calling any seam. ``instrumentation`` as for ``run()``
     (not called for a finished run): it gets the logged ``RunStarted``, to link to the original.
     """
+    # shared shape, kept on purpose: protocol signature: resume() forwards to proceed()
     return await proceed(
         run_id,
         agent,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from polyloop.executors._str_mapping import checked_str_mapping
+
 __all__ = ["PASSED_VARIABLES", "checked_env", "child_environment"]
 
 # Enough to find programs, a home, a temp dir and the locale; SYSTEMROOT: Windows needs it.
@@ -18,16 +20,11 @@ PASSED_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ"
 
 def checked_env(env: object) -> dict[str, str] | None:
     """A copy of ``env`` (``None`` stays ``None``), refused unless it is a str→str mapping."""
-    if env is None:
-        return None
-    if not isinstance(env, Mapping):
-        raise TypeError(f"env must be a mapping of str to str or None, got {type(env).__name__}")
-    for key, value in env.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError(f"env must map str to str, got {key!r}: {type(value).__name__}")
+    checked = checked_str_mapping("env", env)
+    for key, value in (checked or {}).items():
         if not key or "=" in key or "\0" in key or "\0" in value:
             raise ValueError(f"env variable {key!r}: a name must be non-empty without '=' or NUL")
-    return dict(env)
+    return checked
 
 
 def child_environment(env: Mapping[str, str] | None, *, inherit_env: bool) -> dict[str, str]:

@@ -28,6 +28,7 @@ from polyloop.executors._artifact_dir import ArtifactDirectory, checked_artifact
 from polyloop.executors._mcp_connection import Connection, Endpoint
 from polyloop.executors._mcp_content import render
 from polyloop.executors._observation_cap import checked_max_observation_chars
+from polyloop.executors._str_mapping import checked_str_mapping
 from polyloop.executors._tool import (
     Refusal,
     _shown,
@@ -247,16 +248,13 @@ def _checked_call_timeouts(value: object) -> dict[str, float]:
 
 
 def _checked_headers(value: object) -> dict[str, str] | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise ValueError(f"headers must map str to str, got {type(value).__name__}")
-    for name, text in value.items():
-        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+    checked = checked_str_mapping("headers", value)
+    for name, text in (checked or {}).items():
+        if not _HEADER_NAME.fullmatch(name):
             raise ValueError(f"headers: {name!r} is not an HTTP header name")
-        if not isinstance(text, str) or any(c in text for c in "\r\n\0"):
+        if any(c in text for c in "\r\n\0"):
             raise ValueError(f"headers[{name!r}] must be a str on one line, got {text!r}")
-    return dict(value)
+    return checked
 
 
 def _checked_auth(value: object) -> object:

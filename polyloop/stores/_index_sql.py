@@ -24,11 +24,10 @@ from typing import Any
 from polyloop._base._run_index import (
     RUNNING,
     IndexDelta,
-    Percentiles,
     RunQuery,
     RunStats,
     RunSummary,
-    nearest_rank,
+    StatsTally,
 )
 
 __all__ = [
@@ -144,23 +143,21 @@ class IndexSql:
             "executed_actions"
         )
 
-    def where(self, query: RunQuery) -> tuple[str, list[Any]]:
-        """``WHERE …`` (or ``""``) over ``polyloop_runs`` for the filters of ``query``."""
+    def where(self, query: RunQuery, *, tally: bool = False) -> tuple[str, list[Any]]:
+        """``WHERE …`` (or ``""``) for the filters of ``query``: over ``polyloop_runs``, or with
+        ``tally`` over a tally table (kept per batch key and stop reason, a running run's being
+        ``""``; asked only for a :func:`tallied` query: no start time, no label)."""
         ph = self.placeholder
         clauses: list[str] = []
         params: list[Any] = []
         if query.batch is not None:
-            clauses.append(f"batch = {ph}")
-            params.append(column_text(query.batch))
+            stored = column_text(query.batch)
+            clauses.append(f"batch_key = {ph}" if tally else f"batch = {ph}")
+            params.append(batch_key(stored) if tally else stored)
         if query.stop_reasons:
-            reasons = [r for r in query.stop_reasons if r != RUNNING]
-            either = []
-            if reasons:
-                either.append(f"stop_reason IN ({', '.join([ph] * len(reasons))})")
-                params.extend(reasons)
-            if RUNNING in query.stop_reasons:
-                either.append("stop_reason IS NULL")
-            clauses.append("(" + " OR ".join(either) + ")")
+            clause, reasons = self._stop_reasons(query.stop_reasons, tally=tally)
+            clauses.append(clause)
+            params.extend(reasons)
         if query.since is not None:
             clauses.append(f"{self.started} >= {ph}")
             params.append(query.since)
@@ -171,6 +168,19 @@ class IndexSql:
             )
             params.extend((encoded(key), encoded(value)))
         return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+    def _stop_reasons(self, wanted: Sequence[str], *, tally: bool) -> tuple[str, list[str]]:
+        """The stop-reason clause and its parameters: ``running`` is ``IS NULL`` in the rows
+        and ``""`` in a tally."""
+        if tally:
+            reasons = ["" if r == RUNNING else r for r in wanted]
+            return f"stop_reason IN ({', '.join([self.placeholder] * len(reasons))})", reasons
+        reasons = [r for r in wanted if r != RUNNING]
+        either = [f"stop_reason IN ({', '.join([self.placeholder] * len(reasons))})"]
+        either = either if reasons else []
+        if RUNNING in wanted:
+            either.append("stop_reason IS NULL")
+        return "(" + " OR ".join(either) + ")", reasons
 
     def rows(self, query: RunQuery) -> tuple[str, list[Any]]:
         """The selected rows, newest first (the caller reverses them), limited."""
@@ -206,7 +216,7 @@ class IndexSql:
         """(stop reason, steps, executed actions, count) over the selected runs: from the
         tallies when the query filters by batch and stop reason at most, else by a scan."""
         if self.tallies and tallied(query):
-            where, params = self.tally_where(query)
+            where, params = self.where(query, tally=True)
             return (
                 "SELECT NULLIF(stop_reason, ''), steps, executed_actions, sum(runs) FROM "
                 f"polyloop_run_tally {where} GROUP BY stop_reason, steps, executed_actions",
@@ -219,23 +229,11 @@ class IndexSql:
             params,
         )
 
-    def tally_where(self, query: RunQuery) -> tuple[str, list[Any]]:
-        ph = self.placeholder
-        clauses: list[str] = []
-        params: list[Any] = []
-        if query.batch is not None:
-            clauses.append(f"batch_key = {ph}")
-            params.append(batch_key(column_text(query.batch)))
-        if query.stop_reasons:
-            clauses.append(f"stop_reason IN ({', '.join([ph] * len(query.stop_reasons))})")
-            params.extend("" if r == RUNNING else r for r in query.stop_reasons)
-        return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
-
     def usage_totals(self, query: RunQuery, total: str = "sum") -> tuple[str, list[Any]]:
         """Each usage key's total over the selected runs (``total``: the SQL aggregate): from
         the usage tally when the query filters by batch at most."""
         if self.tallies and tallied(query) and not query.stop_reasons:
-            where, params = self.tally_where(query)
+            where, params = self.where(query, tally=True)
             return (
                 f"SELECT key, {total}(tokens) FROM polyloop_usage_tally {where} GROUP BY key",
                 params,
@@ -404,44 +402,10 @@ def stats_from_groups(
     groups: Iterable[Sequence[Any]], usage_totals: Iterable[Sequence[Any]]
 ) -> RunStats:
     """:class:`RunStats` from the grouped scan and the usage sums."""
-    runs = running = 0
-    reasons: dict[str, int] = {}
-    steps: dict[int, int] = {}
-    executed: dict[int, int] = {}
+    tally = StatsTally()
     for stop_reason, step_count, executed_count, count in groups:
-        count = int(count)
-        runs += count
         if stop_reason is None:
-            running += count
-            continue
-        reasons[str(stop_reason)] = reasons.get(str(stop_reason), 0) + count
-        steps[int(step_count)] = steps.get(int(step_count), 0) + count
-        executed[int(executed_count)] = executed.get(int(executed_count), 0) + count
-    return RunStats(
-        runs=runs,
-        running=running,
-        stop_reasons=reasons,
-        steps=_percentiles(steps),
-        executed_actions=_percentiles(executed),
-        usage={decoded(key): read_number(total) for key, total in usage_totals},
-    )
-
-
-def _percentiles(histogram: dict[int, int]) -> Percentiles | None:
-    """Nearest-rank percentiles of a histogram (value → how many runs), as
-    :func:`polyloop._base._run_index.percentiles` computes them from the values."""
-    total = sum(histogram.values())
-    if not total:
-        return None
-    ordered = sorted(histogram.items())
-
-    def rank(percent: int) -> int:
-        wanted = nearest_rank(percent, total)
-        seen = 0
-        for value, count in ordered:
-            seen += count
-            if seen >= wanted:
-                return value
-        return ordered[-1][0]
-
-    return Percentiles(median=rank(50), p90=rank(90), max=ordered[-1][0])
+            tally.add_running(int(count))
+        else:
+            tally.add_finished(str(stop_reason), int(step_count), int(executed_count), int(count))
+    return tally.stats({decoded(key): read_number(total) for key, total in usage_totals})

@@ -267,6 +267,7 @@ class PostgresStore(AsyncClosing):
         # begun, the group commits it whole whatever happens to this await.
         await waiter.future
 
+    # shared shape, kept on purpose: protocol signature: one batch's commit, shared by its steps
     async def _commit_alone(
         self,
         pool: AsyncConnectionPool[Any],
@@ -348,6 +349,7 @@ class PostgresStore(AsyncClosing):
                     outcomes[n] = exc
         return outcomes
 
+    # shared shape, kept on purpose: protocol signature: one batch's commit, shared by its steps
     async def _write_batch(
         self,
         conn: AsyncConnection[Any],

@@ -452,6 +452,7 @@ class SQLiteStore(AsyncClosing):
         finally:
             self._lock.release()
 
+    # shared shape, kept on purpose: protocol signature: one batch's commit, shared by its steps
     def _commit_batch(
         self,
         conn: sqlite3.Connection,
@@ -473,6 +474,7 @@ class SQLiteStore(AsyncClosing):
         self._committed(run_id, batch, sequence)
         self._after_commit(conn)
 
+    # shared shape, kept on purpose: protocol signature: one batch's commit, shared by its steps
     def _write_batch(
         self,
         conn: sqlite3.Connection,

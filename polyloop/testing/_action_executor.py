@@ -231,6 +231,14 @@ async def _call_after_break(
     return outcome
 
 
+def _require_status(outcome: ActionOutcome, want: ActionStatus, call: str, why: str = "") -> None:
+    """``call`` returned ``want``, or the test fails saying what it returned and showed."""
+    assert outcome.status is want, (
+        f"{call} returned status {outcome.status.value}, not {want.value}{why} "
+        f"(observation {short(outcome.observation)})"
+    )
+
+
 def _check_cut(where: str, text: str, outcome: ActionOutcome) -> None:
     """The echo's observation shows exactly ``len(text) - observation_truncated_chars``
     characters of ``text`` (all of it, unchanged, when nothing was cut)."""
@@ -475,10 +483,11 @@ class ActionExecutorContract(ContractBase):
             outcome = await _bounded_call(
                 action_executor, action, f"execute(action_samples.{which})"
             )
-            assert outcome.status is ActionStatus.NOT_EXECUTED, (
-                f"execute(action_samples.{which}) returned status {outcome.status.value}, not "
-                f"not_executed: the action you said it refuses was judged as run "
-                f"(observation {short(outcome.observation)})"
+            _require_status(
+                outcome,
+                ActionStatus.NOT_EXECUTED,
+                f"execute(action_samples.{which})",
+                ": the action you said it refuses was judged as run",
             )
 
     async def test_failure_is_a_return_value(
@@ -520,10 +529,10 @@ class ActionExecutorContract(ContractBase):
         for number, (which, action) in enumerate(after, start=1):
             outcome = await _call_after_break(action_executor, which, action, number)
             if number == 1:
-                assert outcome.status is ActionStatus.ENV_ERROR, (
-                    f"after action_samples.break_environment, execute() returned status "
-                    f"{outcome.status.value}, not env_error (observation "
-                    f"{short(outcome.observation)})"
+                _require_status(
+                    outcome,
+                    ActionStatus.ENV_ERROR,
+                    "after action_samples.break_environment, execute()",
                 )
 
     async def test_environment_recovers_when_restored(
@@ -546,6 +555,7 @@ class ActionExecutorContract(ContractBase):
         """
         samples = require_samples(action_samples, ActionSamples, "action_samples")
         if samples.break_environment is None or samples.restore_environment is None:
+            # shared shape, kept on purpose: table of data: what the kit cannot judge, and how to
             unverifiable(
                 promise=(
                     "while the environment is broken every call returns env_error, and once it "
@@ -591,6 +601,7 @@ class ActionExecutorContract(ContractBase):
         if samples.break_environment is None or not (
             samples.break_lasts or samples.restore_environment is not None
         ):
+            # shared shape, kept on purpose: table of data: what the kit cannot judge, and how to
             unverifiable(
                 promise=(
                     "after the environment broke, every call returns env_error until it is back"

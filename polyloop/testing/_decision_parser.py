@@ -282,6 +282,7 @@ class DecisionParserContract(ContractBase):
             "parse, and one it parses to a FinalAnswer (None if it has no final-answer form)",
         )
 
+    # shared shape, kept on purpose: a Hypothesis probe's decorators and signature
     @bounded_settings(max_examples=60)
     @given(data=st.data())
     @example(data=None)
@@ -327,6 +328,7 @@ class DecisionParserContract(ContractBase):
         for reply in _hard_replies(samples):
             _parse(decision_parser, reply)
 
+    # shared shape, kept on purpose: a Hypothesis probe's decorators and signature
     @bounded_settings(max_examples=30)
     @given(data=st.data())
     @example(data=None)

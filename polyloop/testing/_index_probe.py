@@ -10,6 +10,8 @@ from polyloop._base._run_index import RunQuery, RunSummary, summarize_log
 from polyloop.ports import BatchRunStore, IndexedRunStore, RunStore
 from polyloop.testing._sample_records import started
 from polyloop.testing._skips import not_applicable
+
+# shared shape, kept on purpose: import list
 from polyloop.types import (
     Action,
     ActionIntent,

@@ -18,6 +18,8 @@ from polyloop.ports import BatchRunStore, RunStore
 from polyloop.testing import _sample_records
 from polyloop.testing._shapes import mismatch
 from polyloop.testing._skips import not_applicable
+
+# shared shape, kept on purpose: import list
 from polyloop.types import (
     Action,
     ActionIntent,

@@ -83,6 +83,7 @@ def _main(spec: str) -> None:
     replies = json.loads(sys.stdin.buffer.read().decode("ascii"))
     out = []
     for text, reasoning, call_id, usage, model, finish_reason in replies:
+        # shared shape, kept on purpose: protocol signature: ModelReply's fields
         reply = ModelReply(
             text=text,
             reasoning=reasoning,

@@ -67,6 +67,8 @@ from polyloop.testing._store_objects import (
     finish_across_objects,
     listing_across_objects,
 )
+
+# shared shape, kept on purpose: import list
 from polyloop.types import (
     Action,
     ActionIntent,

@@ -251,6 +251,7 @@ def _check_failure_bound(factory: object, bound: object) -> None:
         )
 
 
+# shared shape, kept on purpose: protocol signature: the samples' fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoreSamples:
     """How the suite reaches your store's data from another process, for the crash promises.
@@ -291,6 +292,7 @@ class StoreSamples:
             )
 
 
+# shared shape, kept on purpose: protocol signature: the samples' fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EventSinkSamples:
     """How the suite sees what your sink delivered, for ``delivers_each_event_exactly_once``.

@@ -108,6 +108,7 @@ def _is_opt_name(v: object) -> bool:
 def model_reply_problems(value: object, where: str = "reply") -> list[str]:
     """``ModelReply``: str text and reasoning, ``call_id`` None or non-empty, str→number usage;
     ``model`` and ``finish_reason``, when the reply has them, None or non-empty."""
+    # shared shape, kept on purpose: table of data: the fields to check
     problems = _check_fields(
         where,
         value,
@@ -138,6 +139,7 @@ def _is_tool_args(v: object) -> bool:
 def parsed_reply_problems(value: object, where: str = "decision") -> list[str]:
     """Exactly one of ``Action``, ``FinalAnswer``, ``InvalidDecision``, fields well-typed."""
     if isinstance(value, Action):
+        # shared shape, kept on purpose: table of data: the fields to check
         return _check_fields(
             where,
             value,

@@ -57,6 +57,8 @@ from hypothesis import strategies as st
 
 from polyloop._base._run_id import MAX_RUN_ID, RUN_ID_FIRST, RUN_ID_REST
 from polyloop.tools import Tool, ToolRegistry
+
+# shared shape, kept on purpose: import list
 from polyloop.types import (
     RECORD_TYPES,
     Action,

@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -498,8 +499,6 @@ def http(**options: Any) -> MCPExecutor:
         (lambda: http(headers={"Bad Name": "v"}), "not an HTTP header"),
         (lambda: http(headers={"": "v"}), "not an HTTP header"),
         (lambda: http(headers={"X": "a\r\nInjected: 1"}), "on one line"),
-        (lambda: http(headers={"X": None}), "on one line"),
-        (lambda: http(headers=[("X", "v")]), "headers must map"),
         (lambda: http(auth="Bearer t"), "auth must be an httpx2.Auth"),
         (lambda: MCPExecutor.stdio("python", headers={"X": "v"}), "apply to a server"),  # type: ignore[call-arg]
         (lambda: MCPExecutor(in_process("t"), auth=Bearer("t")), "apply to a server reached by"),
@@ -532,6 +531,18 @@ def http(**options: Any) -> MCPExecutor:
 def test_bad_new_options_are_refused_naming_the_option(build: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         build()
+
+
+@pytest.mark.parametrize(
+    ("headers", "message"),
+    [
+        ({"X": None}, "headers must map str to str, got 'X': NoneType"),
+        ([("X", "v")], "headers must be a mapping of str to str or None, got list"),
+    ],
+)
+def test_headers_of_the_wrong_type_are_refused_as_env_is(headers: Any, message: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(message)):
+        http(headers=headers)
 
 
 @pytest.mark.asyncio

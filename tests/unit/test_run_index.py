@@ -4,6 +4,7 @@ count, and the row is written in the records' own transaction."""
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +22,13 @@ from polyloop import (
     RunQuery,
     StopReason,
 )
-from polyloop._base._run_index import nearest_rank, percentiles, stats_of, summarize_log
+from polyloop._base._run_index import (
+    histogram_percentiles,
+    nearest_rank,
+    percentiles,
+    stats_of,
+    summarize_log,
+)
 from polyloop.ports import IndexedRunStore
 from polyloop.stores import MemoryStore, SQLiteStore, open_store
 from tests.unit._index_runs import finished, run_batches
@@ -337,3 +344,14 @@ async def test_a_batch_run_by_run_many_is_indexed_as_its_summary_counts_it(store
     stats = await store.run_stats(RunQuery(batch="b7"))
     assert (stats.runs, stats.running) == (12, 0)
     assert stats.stop_reasons == summary.stop_reasons
+
+
+def test_percentiles_of_a_histogram_are_those_of_the_values_it_counts() -> None:
+    rng = random.Random(33)
+    for _ in range(200):
+        histogram = {rng.randrange(0, 40): rng.randrange(1, 5) for _ in range(rng.randrange(1, 9))}
+        values = [value for value, count in histogram.items() for _ in range(count)]
+        rng.shuffle(values)
+        assert histogram_percentiles(histogram) == percentiles(values)
+    assert histogram_percentiles({}) is None
+    assert percentiles([]) is None
