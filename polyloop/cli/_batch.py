@@ -68,10 +68,8 @@ def add_batch_command(subparsers: Any, store_option: argparse.ArgumentParser) ->
         description="Run an agent over every task of TASKS.jsonl (one JSON object a line: id, "
         "goal, optional labels), CONCURRENCY at a time. Running the same command again "
         "resumes the unfinished runs (never replaying an action) and skips the finished ones. "
-        "The first Ctrl-C (or SIGTERM) drains: no new task, model call or action; the "
-        "actions in flight finish and are recorded (for at most --grace seconds), the runs "
-        "stay resumable with nothing in doubt and the summary is printed; a second Ctrl-C "
-        "stops at once. "
+        "The first Ctrl-C (or SIGTERM) drains: the actions in flight finish and are "
+        "recorded (at most --grace seconds), nothing new starts; a second one stops at once. "
         "Exit 0 when every run is finished, 1 for a failed run or a broken --fail-on rule, 2 "
         "for bad input (nothing written), 130/143 when interrupted.",
     )
