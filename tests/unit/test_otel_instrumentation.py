@@ -27,6 +27,7 @@ from polyloop import (
     ModelReply,
     ParsedReply,
     StopReason,
+    Task,
     Tool,
     ToolRegistry,
 )
@@ -1337,7 +1338,7 @@ async def test_every_span_that_names_a_genai_operation_has_a_provider_name():
 
 @pytest.mark.asyncio
 async def test_a_batchs_run_spans_carry_its_batch_and_their_task_ids():
-    from polyloop import Task, run_many
+    from polyloop import run_many
     from tests.batch_doubles import AGENT, seams
 
     telemetry = Telemetry()
@@ -1370,7 +1371,7 @@ async def test_a_batchs_run_spans_carry_its_batch_and_their_task_ids():
 
 @pytest.mark.asyncio
 async def test_run_many_refuses_an_instrumentation_without_run_before_anything_is_written():
-    from polyloop import Task, run_many
+    from polyloop import run_many
     from tests.batch_doubles import AGENT, seams
 
     store = MemoryStore()
@@ -1380,3 +1381,29 @@ async def test_run_many_refuses_an_instrumentation_without_run_before_anything_i
             instrumentation=object(),  # type: ignore[arg-type]
         )  # fmt: skip
     assert await store.run_ids() == []
+
+
+@pytest.mark.asyncio
+async def test_a_drained_batch_run_ends_its_span_without_an_error():
+    from polyloop._batch import execute, plan, vet
+    from tests import batch_doubles
+    from tests.batch_doubles import AGENT, seams
+
+    batch_doubles.reset()
+    telemetry = Telemetry()
+    checked = plan(
+        AGENT, [Task("a", "steps=3 slow=0.2")], seams=seams, store=MemoryStore(),
+        store_url=None, batch="b", concurrency=1, time_limit_s=None, backend=None,
+    )  # fmt: skip
+    job = dataclasses.replace(checked.job, instrumentation=telemetry.instrumentation())
+    vetted = await vet(dataclasses.replace(checked, job=job))
+    interrupt = asyncio.Event()
+    waiting = asyncio.ensure_future(batch_doubles.calls_reach(1))
+    waiting.add_done_callback(lambda _: interrupt.set())
+
+    summary = await execute(vetted, interrupt=interrupt)
+
+    assert summary.what == {"interrupted": 1}
+    run_span = telemetry.one("invoke_agent")
+    assert run_span.status.status_code is StatusCode.UNSET
+    assert "error.type" not in attrs(run_span)
