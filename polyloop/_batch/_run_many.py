@@ -278,6 +278,13 @@ async def _read_back(checked: Plan, outcomes: list[TaskOutcome]) -> list[TaskOut
     return read
 
 
+def _check_instrumentation(instrumentation: object) -> None:
+    if instrumentation is not None and not callable(getattr(instrumentation, "run", None)):
+        raise TypeError(
+            f"instrumentation must have a callable run() (got {type(instrumentation).__name__})"
+        )
+
+
 def checked_grace_s(value: object) -> float | None:
     """A grace period: ``0`` (no drain), a finite number of seconds > 0, or ``None`` (no
     limit); else ``ValueError``."""
@@ -340,29 +347,18 @@ async def run_many(
     (another goal or labels, another batch, an unfinished run of another agent) raises
     :class:`~polyloop.TaskRefused` and nothing is written.
 
-    ``seams`` is called once per driven run with its task and returns its
-    :class:`RunSeams` (or a mapping with those keys); the run's executor is closed when the
-    run stops. ``store`` is a store or a store URL (opened here, closed at the end; a backend
-    that drives tasks in other processes needs a URL). A run that fails (a seam raising) does
-    not stop the others: its outcome is ``failed`` with the exception, and its run stays
-    resumable. ``time_limit_s`` bounds the wall time each run is driven in this call: past it
-    the run finishes ``time_limit``. ``progress`` is called with each task's outcome as it
-    arrives. ``instrumentation`` (:class:`polyloop.ports.Instrumentation`) is given to every
-    run, whose run span then carries the batch id and the task id.
-
-    Cancelling ``run_many`` *drains* the batch (the first Ctrl-C of ``asyncio.run`` does):
-    no new task, no new model call, no new action; each model call or action in flight
-    finishes and is recorded, for at most ``grace_s`` seconds (``None``: no limit; ``0``: no
-    drain); then — or at a second cancellation — what is left is cancelled. Either way the
-    runs in flight are left unfinished and resumable (never ``cancelled``), and
-    ``CancelledError`` propagates.
+    ``seams`` is called once per driven run with its task, returning its :class:`RunSeams`;
+    ``store`` is a store or a URL (opened and closed here). A failed run (a seam raising) stops
+    no other and stays resumable. ``time_limit_s`` bounds each run's wall time in this call;
+    ``progress`` gets each outcome as it arrives; ``instrumentation`` is every run's (its span
+    carries the batch and task ids). Cancelling ``run_many`` *drains* the batch — no new task,
+    model call or action; those in flight finish and are recorded — for at most ``grace_s``
+    seconds (``None``: no limit; ``0``: none), then, or at a second cancellation, cancels the
+    rest; the runs stay unfinished and resumable, and ``CancelledError`` propagates.
     """
     started = time.monotonic()
     grace_s = checked_grace_s(grace_s)
-    if instrumentation is not None and not callable(getattr(instrumentation, "run", None)):
-        raise TypeError(
-            f"instrumentation must have a callable run() (got {type(instrumentation).__name__})"
-        )
+    _check_instrumentation(instrumentation)
     opened = isinstance(store, str)
     the_store = open_store(store) if isinstance(store, str) else store
     try:
@@ -377,8 +373,9 @@ async def run_many(
             time_limit_s=time_limit_s,
             backend=backend,
         )
-        checked = replace(checked, job=replace(checked.job, instrumentation=instrumentation))
-        vetted = await vet(checked)
+        vetted = await vet(
+            replace(checked, job=replace(checked.job, instrumentation=instrumentation))
+        )
         return await _drained_on_cancel(vetted, progress, grace_s, started)
     finally:
         if opened:

@@ -617,11 +617,18 @@ async def _instrumented(
 ) -> RunResult:
     """Drive ``body`` inside the instrumentation's run scope; a new run's ``RunStarted`` carries
     the scope's trace context (a resume keeps the one in its log)."""
+    drained: Drained | None = None
     with instrumentation.run(started, resumed=resumed) as probe:
         driver.probe = probe
         opening = started if resumed else replace(started, trace_parent=probe.trace_parent)
-        result = await driver.guarded(body(opening))
-        probe.finished(result)
+        try:
+            result = await driver.guarded(body(opening))
+        except Drained as stopped:  # no error: the run stopped on purpose, unfinished
+            drained = stopped
+        else:
+            probe.finished(result)
+    if drained is not None:
+        raise drained
     return result
 
 

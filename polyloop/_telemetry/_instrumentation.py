@@ -55,6 +55,9 @@ else:
 __all__ = ["SEMCONV_VERSION", "OpenTelemetryInstrumentation"]
 
 SEMCONV_VERSION: Final = "1.41.0"
+#: ``gen_ai.provider.name`` when the model client does not say (no ``describe()``): the
+#: conventions require the attribute, and polyloop cannot know who answers a custom client.
+UNKNOWN_PROVIDER: Final = "unknown"
 CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _INSTALL_HINT: Final = (
     "OpenTelemetryInstrumentation needs OpenTelemetry: pip install 'polyloop[otel]' "
@@ -269,8 +272,8 @@ class _RunScope:
         self.run_id = started.run_id
         self.content = _Content(owner.max_content_chars) if owner.capture_content else None
         self.warned: set[tuple[str, str]] = set()
-        self.step_index: int | None = None
-        self.step_span: Span = trace.INVALID_SPAN
+        self.tools = _registered(started.parameters)
+        self.provider_known = False
         self.stop: str | None = None
         self.error_type: str | None = None
         self.run_span: Span = trace.INVALID_SPAN
@@ -291,6 +294,7 @@ class _RunScope:
     def _run_attributes(self, started: RunStarted, resumed: bool) -> dict[str, AttributeValue]:
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.provider.name": UNKNOWN_PROVIDER,
             "gen_ai.conversation.id": self.run_id,
             "polyloop.run_id": self.run_id,
             "polyloop.parameters_hash": started.parameters_hash,
@@ -349,7 +353,6 @@ class _RunScope:
             _fail(self.run_span, exc)
 
     def close(self, token: object) -> None:
-        self.end_step()
         with self.shield("ending the run span"):
             if self.stop is not None:
                 self.run_span.set_attribute("polyloop.stop_reason", self.stop)
@@ -367,21 +370,16 @@ class _RunScope:
 
     # ------------------------------------------------------------------ steps and seam calls
 
-    def step(self, index: int) -> Span:
-        """The span of step ``index``: opened at its first seam call, ended when the next step
-        begins or the run ends (so it also covers the step's commits)."""
-        if self.step_index != index:
-            self.end_step()
-            self.step_index = index
-            self.step_span = self.child(
-                self.run_span, "step", {"polyloop.step_index": index}, SpanKind.INTERNAL
-            )
-        return self.step_span
-
-    def end_step(self) -> None:
-        span, self.step_span, self.step_index = self.step_span, trace.INVALID_SPAN, None
-        with self.shield("ending a step span"):
-            span.end()
+    def note_provider(self, request: dict[str, AttributeValue]) -> None:
+        """The run span's ``gen_ai.provider.name`` (and request model): the first described
+        model call's, else the fallback it was started with."""
+        if self.provider_known or "gen_ai.provider.name" not in request:
+            return
+        self.provider_known = request["gen_ai.provider.name"] != UNKNOWN_PROVIDER
+        with self.shield("annotating the run span"):
+            for name in ("gen_ai.provider.name", "gen_ai.request.model"):
+                if name in request:
+                    self.run_span.set_attribute(name, request[name])
 
     def child(
         self, parent: Span, name: str, attributes: dict[str, AttributeValue], kind: SpanKind
@@ -439,6 +437,18 @@ class _RunScope:
         )
 
 
+def _registered(parameters: dict[str, object]) -> frozenset[str]:
+    """The names of the agent's registered tools, from its parameters (none: no registry)."""
+    tools = parameters.get("tools")
+    if not isinstance(tools, list):
+        return frozenset()
+    return frozenset(
+        spec["name"]
+        for spec in tools
+        if isinstance(spec, dict) and isinstance(spec.get("name"), str)
+    )
+
+
 def _a(name: str) -> str:
     """``"a chat"``, ``"an execute_tool"``: a span's kind (its name's first word) in a message."""
     kind = name.split(" ", 1)[0]
@@ -465,7 +475,7 @@ def _described(scope: _RunScope, model: ModelClient) -> ModelDescription | None:
 
 def _request_attributes(description: ModelDescription | None) -> dict[str, AttributeValue]:
     if description is None:
-        return {}
+        return {"gen_ai.provider.name": UNKNOWN_PROVIDER}
     attributes: dict[str, AttributeValue] = {
         "gen_ai.provider.name": _clean(description.provider),
         "gen_ai.request.model": _clean(description.model),
@@ -549,7 +559,8 @@ class _ChatCall(_SeamCall):
             if cut:
                 attributes["polyloop.content_truncated_chars"] = cut
         name = f"chat {description.model}" if description is not None else "chat"
-        self.span = scope.child(scope.step(step_index), _clean(name), attributes, SpanKind.CLIENT)
+        self.span = scope.child(scope.run_span, _clean(name), attributes, SpanKind.CLIENT)
+        scope.note_provider(self.request)
         self.started = time.perf_counter()
 
     def returned(self, value: object) -> None:
@@ -610,21 +621,32 @@ class _ChatCall(_SeamCall):
 
 
 class _ParseCall(_SeamCall):
-    """The parser runs with its step's span current; the decision is noted on the step."""
+    """The parser runs with the run's span current; its decision is a ``polyloop.step`` event
+    on the run span (a step is no span of its own: docs/design/0004)."""
 
-    span_kind = "step"
+    span_kind = "invoke_agent"
 
     def __init__(self, scope: _RunScope, step_index: int) -> None:
         super().__init__(scope)
-        self.span = scope.step(step_index)
+        self.span = scope.run_span
+        self.step_index = step_index
 
     def returned(self, value: object) -> None:
         decision = {Action: "action", FinalAnswer: "final_answer", InvalidDecision: "invalid"}
-        with self.scope.shield("annotating a step span"):
-            self.span.set_attribute("polyloop.decision", decision.get(type(value), "unknown"))
+        with self.scope.shield("adding a step event"):
+            self.span.add_event(
+                "polyloop.step",
+                {
+                    "polyloop.step_index": self.step_index,
+                    "polyloop.decision": decision.get(type(value), "unknown"),
+                },
+            )
+
+    def failed(self, exc: BaseException) -> None:
+        return None  # the parser's exception leaves the run: the run span records it
 
     def ended(self, exc: BaseException | None) -> None:
-        return None  # the step goes on: its span ends when the next step begins
+        return None  # the run goes on: its span ends with the run
 
 
 class _ToolCall(_SeamCall):
@@ -637,16 +659,18 @@ class _ToolCall(_SeamCall):
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.conversation.id": scope.run_id,
-            "gen_ai.tool.call.id": f"{scope.run_id}/{step_index}",
             "polyloop.step_index": step_index,
         }
         name = "execute_tool"
         if action.tool_name:
             attributes["gen_ai.tool.name"] = _clean(action.tool_name)
-            name = f"execute_tool {action.tool_name}"
+            registered = action.tool_name in scope.tools
+            attributes["polyloop.tool_registered"] = registered
+            if registered:  # a name the model made up never becomes a span name
+                name = f"execute_tool {action.tool_name}"
         if scope.content is not None:
             attributes.update(self._arguments(scope.content, action))
-        self.span = scope.child(scope.step(step_index), _clean(name), attributes, SpanKind.INTERNAL)
+        self.span = scope.child(scope.run_span, _clean(name), attributes, SpanKind.INTERNAL)
 
     @staticmethod
     def _arguments(content: _Content, action: Action) -> dict[str, AttributeValue]:

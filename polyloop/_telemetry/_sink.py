@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from enum import Enum
-from typing import Final
+from typing import Any, Final
 
 from polyloop._telemetry._detail import detail_attributes, detail_error_type
 from polyloop.types import (
@@ -167,6 +167,18 @@ def _fail(span: Span, description: str, error_type: str) -> None:
     span.set_status(Status(StatusCode.ERROR, description))
 
 
+UNKNOWN_PROVIDER = "unknown"  # gen_ai.provider.name: the sink never sees the model client
+
+
+def _registered(parameters: dict[str, Any]) -> frozenset[str]:
+    """The names of the agent's registered tools, from its parameters (none: no registry)."""
+    tools = parameters.get("tools")
+    if not isinstance(tools, list):
+        return frozenset()
+    names = (spec.get("name") for spec in tools if isinstance(spec, dict))
+    return frozenset(name for name in names if isinstance(name, str))
+
+
 @dataclass
 class _RunSpans:
     """The open spans of one run in this sink: its run span and, per step index, the rest."""
@@ -177,6 +189,9 @@ class _RunSpans:
     steps: dict[int, Span] = field(default_factory=dict)
     chats: dict[int, Span] = field(default_factory=dict)
     tools: dict[int, Span] = field(default_factory=dict)
+    #: The agent's registered tool names (from ``RunStarted``; none for a resumed segment):
+    #: only these name a span.
+    registered: frozenset[str] = frozenset()
 
     def open_children(self) -> list[Span]:
         """Innermost first, so a parent never ends before its child."""
@@ -257,7 +272,8 @@ class OpenTelemetrySink:
             "polyloop.parameters_hash": record.parameters_hash,
             **budget_attributes(record.parameters),
         }
-        self._open_run(run_id, attributes, _ns(record.started_at))
+        spans = self._open_run(run_id, attributes, _ns(record.started_at))
+        spans.registered = _registered(record.parameters)
 
     def _resume_segment(self, event: Event) -> _RunSpans:
         """The first event of a run this sink has not seen: a resume, maybe in a new process."""
@@ -316,6 +332,7 @@ class OpenTelemetrySink:
             "chat",
             {
                 "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": UNKNOWN_PROVIDER,  # the sink never sees the request
                 "polyloop.step_index": index,
                 "polyloop.prompt_chars": record.prompt_chars,
             },
@@ -345,13 +362,15 @@ class OpenTelemetrySink:
         _interrupt(spans.tools.pop(index, None), "the action was logged again")
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.call.id": f"{spans.run_id}/{index}",
             "polyloop.step_index": index,
             "polyloop.action": action.text,
         }
+        name = "execute_tool"
         if action.tool_name:
             attributes["gen_ai.tool.name"] = action.tool_name
-        name = f"execute_tool {action.tool_name}" if action.tool_name else "execute_tool"
+            attributes["polyloop.tool_registered"] = action.tool_name in spans.registered
+            if action.tool_name in spans.registered:  # a made-up name names no span
+                name = f"execute_tool {action.tool_name}"
         spans.tools[index] = self._child(
             self._step(spans, index), name, attributes, SpanKind.INTERNAL
         )

@@ -23,6 +23,8 @@ import shutil
 import signal
 import sqlite3
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -31,9 +33,10 @@ from polyloop.cli._batch_display import ProgressLine, render_summary
 from polyloop.cli._errors import is_driver_error, one_line, refuse
 from polyloop.cli._fail_on import BadRule, FailOn, parse_rules, tripped
 from polyloop.cli._import_path import BadImportPath, load
+from polyloop.cli._otel import OtelUnavailable, from_environment
 from polyloop.cli._tasks_file import BadTasks, NumberedTask, read_tasks
 from polyloop.errors import InvalidRunId, PolyloopError, TaskRefused
-from polyloop.ports import RunStore
+from polyloop.ports import Instrumentation, RunStore
 from polyloop.stores import open_store, sqlite_path
 from polyloop.types import AgentDefinition
 
@@ -41,7 +44,7 @@ __all__ = ["BATCH_USAGE", "add_batch_command"]
 
 BATCH_USAGE = (
     "polyloop batch TASKS.jsonl --agent MODULE:ATTR --seams MODULE:FUNC [--store URL] "
-    "[--batch ID] [--concurrency N] [--time-limit SECONDS] [--grace SECONDS] "
+    "[--batch ID] [--concurrency N] [--time-limit SECONDS] [--grace SECONDS] [--otel] "
     "[--fail-on STOP_REASON[:N|:P%],...]"
 )
 # argparse formats usage and help with %: a literal percent sign is written twice there.
@@ -65,10 +68,8 @@ def add_batch_command(subparsers: Any, store_option: argparse.ArgumentParser) ->
         description="Run an agent over every task of TASKS.jsonl (one JSON object a line: id, "
         "goal, optional labels), CONCURRENCY at a time. Running the same command again "
         "resumes the unfinished runs (never replaying an action) and skips the finished ones. "
-        "The first Ctrl-C (or SIGTERM) drains: no new task, model call or action; the "
-        "actions in flight finish and are recorded (for at most --grace seconds), the runs "
-        "stay resumable with nothing in doubt and the summary is printed; a second Ctrl-C "
-        "stops at once. "
+        "The first Ctrl-C (or SIGTERM) drains: the actions in flight finish and are "
+        "recorded (at most --grace seconds), nothing new starts; a second one stops at once. "
         "Exit 0 when every run is finished, 1 for a failed run or a broken --fail-on rule, 2 "
         "for bad input (nothing written), 130/143 when interrupted.",
     )
@@ -101,6 +102,13 @@ def add_batch_command(subparsers: Any, store_option: argparse.ArgumentParser) ->
         "finish and be recorded before what is left is cancelled (default 30; 0: at once)",
     )
     parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="trace every run with OpenTelemetry, configured from the OTEL_* environment "
+        "variables (extra polyloop[otel]); each run span carries polyloop.batch and "
+        "polyloop.task_id",
+    )
+    parser.add_argument(
         "--fail-on",
         action="append",
         default=[],
@@ -115,8 +123,16 @@ def run_batch_command(args: argparse.Namespace) -> int:
     """The ``batch`` command: its exit status; errors are one line on stderr."""
     try:
         settings = _settings(args)
-    except (Refused, BadTasks, BadImportPath, BadRule, ValueError) as exc:
+    except (Refused, BadTasks, BadImportPath, BadRule, ValueError, OtelUnavailable) as exc:
         return refuse(exc, USAGE)
+    try:
+        return _run_with_signals(settings)
+    finally:
+        if settings.shutdown is not None:
+            settings.shutdown()  # the last spans and metrics are exported
+
+
+def _run_with_signals(settings: _Settings) -> int:
     signals = _Signals()
     previous = {number: signal.signal(number, signals.handle) for number in _EXIT_ON_SIGNAL}
     try:
@@ -200,6 +216,8 @@ class _Settings(argparse.Namespace):
     time_limit_s: float | None
     grace_s: float
     rules: tuple[FailOn, ...]
+    instrumentation: Instrumentation | None
+    shutdown: Callable[[], None] | None
 
 
 def _settings(args: argparse.Namespace) -> _Settings:
@@ -220,6 +238,9 @@ def _settings(args: argparse.Namespace) -> _Settings:
     if not isinstance(agent, AgentDefinition):
         raise Refused(f"--agent {args.agent}: not an AgentDefinition (got {type(agent).__name__})")
     settings.agent = agent
+    settings.instrumentation, settings.shutdown = None, None
+    if args.otel:
+        settings.instrumentation, settings.shutdown = from_environment()
     settings.seams = load("--seams", args.seams)
     if not callable(settings.seams):
         raise Refused(
@@ -302,7 +323,8 @@ async def _vetted(settings: _Settings, store: RunStore, lines: dict[str, int]) -
             time_limit_s=settings.time_limit_s,
             backend=None,
         )
-        vetted = await vet(checked)
+        job = replace(checked.job, instrumentation=settings.instrumentation)
+        vetted = await vet(replace(checked, job=job))
     except TaskRefused as exc:
         line = settings.tasks[exc.index].line
         more = f" ({exc.others} more refused likewise)" if exc.others else ""

@@ -78,6 +78,9 @@ def receiver() -> Iterator[tuple[str, list[tuple[str, str, bytes]]]]:
         thread.join(timeout=10)
 
 
+TOOLS = polyloop.ToolRegistry([polyloop.Tool(name="search", description="search the shelves")])
+
+
 class ToolOrAnswer:
     def parse(self, reply: ModelReply) -> ParsedReply:
         if reply.text == "search":
@@ -157,7 +160,7 @@ async def run_and_check(
 
     with caller.start_as_current_span("POST /ask") as request:
         result = await polyloop.run(
-            agent(),
+            agent(tools=TOOLS),
             "Count the cats — ünïcode ✓",
             model=model,
             parser=ToolOrAnswer(),
@@ -189,8 +192,7 @@ async def run_and_check(
         "chat gpt-x",
         "execute_tool search",
         "invoke_agent librarian",
-        "step",
-    ]
+    ]  # no step span: steps are polyloop.step events of the run span
     run_span = by_name["invoke_agent librarian"]
     assert run_span.parent_span_id == request.get_span_context().span_id.to_bytes(8, "big")
     assert {span.trace_id for span in spans} == {run_span.trace_id}
@@ -214,6 +216,10 @@ async def run_and_check(
     assert chats[0].kind == Span.SpanKind.SPAN_KIND_CLIENT
     assert "Count the cats — ünïcode ✓" in str(attributes(run_span)["gen_ai.input.messages"])
     assert attributes(by_name["execute_tool search"])["gen_ai.tool.call.result"] == "3 cats"
+    assert "gen_ai.tool.call.id" not in attributes(by_name["execute_tool search"])
+    assert attributes(run_span)["gen_ai.provider.name"] == "openai"
+    assert attributes(run_span)["gen_ai.request.model"] == "gpt-x"
+    assert [event.name for event in run_span.events] == ["polyloop.step", "polyloop.step"]
 
     metrics = {
         metric.name: metric
@@ -241,3 +247,50 @@ async def run_and_check(
         "polyloop.stop_reason": "agent_finished",
         "gen_ai.agent.name": "librarian",
     }
+
+
+@pytest.mark.asyncio
+async def test_a_batch_exported_over_otlp_shares_one_batch_attribute_and_bounded_span_names(
+    receiver: tuple[str, list[tuple[str, str, bytes]]],
+) -> None:
+    """run_many with the instrumentation: every run span carries the batch and its task id on
+    the wire; a tool the model made up is an attribute, not a span name; a model client
+    without ``describe()`` gets the documented provider fallback."""
+    from polyloop import Task, run_many
+    from tests.batch_doubles import AGENT, seams
+
+    url, received = receiver
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{url}/v1/traces", timeout=10))
+    )
+    instrumentation = OpenTelemetryInstrumentation(tracer_provider=tracer_provider)
+    try:
+        summary = await run_many(
+            AGENT,
+            [Task(f"t{n}", "steps=1") for n in range(3)],
+            seams=seams,
+            store=MemoryStore(),
+            batch="nightly",
+            instrumentation=instrumentation,
+        )
+        await asyncio.to_thread(tracer_provider.force_flush)
+    finally:
+        tracer_provider.shutdown()
+    assert summary.stop_reasons == {"agent_finished": 3}
+    spans = [
+        span
+        for path, _, body in received
+        if path == "/v1/traces"
+        for resource in ExportTraceServiceRequest.FromString(body).resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+    ]
+    runs = [span for span in spans if span.name == "invoke_agent"]
+    assert sorted(str(attributes(span)["polyloop.task_id"]) for span in runs) == ["t0", "t1", "t2"]
+    assert {attributes(span)["polyloop.batch"] for span in runs} == {"nightly"}
+    assert {attributes(span)["gen_ai.provider.name"] for span in runs} == {"unknown"}
+    tools = [span for span in spans if span.name.startswith("execute_tool")]
+    assert {span.name for span in tools} == {"execute_tool"}  # "do" is in no registry
+    assert {attributes(span)["gen_ai.tool.name"] for span in tools} == {"do"}
+    assert {span.name for span in spans} == {"invoke_agent", "chat", "execute_tool"}

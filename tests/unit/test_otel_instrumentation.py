@@ -27,6 +27,9 @@ from polyloop import (
     ModelReply,
     ParsedReply,
     StopReason,
+    Task,
+    Tool,
+    ToolRegistry,
 )
 from polyloop.models import ScriptedModel
 from polyloop.ports import ModelDescription
@@ -136,6 +139,15 @@ def span_id(span: ReadableSpan) -> int:
     return int(span.context.span_id)
 
 
+#: The tools the model of these tests calls, registered: their names may name spans.
+TOOLS = ToolRegistry(
+    [
+        Tool(name=name, description=f"the {name} tool")
+        for name in ("search", "fetch", "lookup", "db", "t")
+    ]
+)
+
+
 def one_action_then_an_answer(**options: Any) -> dict[str, Any]:
     """search (executed), then the answer ``42``."""
     seams = script(act(tool_name="search", tool_args={"q": "cats"}), final("42"))
@@ -182,11 +194,13 @@ async def test_without_a_current_span_the_run_span_is_the_one_root_of_its_trace(
 
 
 @pytest.mark.asyncio
-async def test_the_span_tree_is_run_steps_chat_and_tool_spans():
+async def test_the_span_tree_is_run_then_chat_and_tool_spans_and_steps_are_events():
+    """No ``step`` span between ``invoke_agent`` and ``chat`` (docs/design/0004): each step is
+    a ``polyloop.step`` event of the run span, and its index an attribute of its spans."""
     telemetry = Telemetry()
 
     await polyloop.run(
-        agent(),
+        agent(tools=TOOLS),
         GOAL,
         **one_action_then_an_answer(),
         instrumentation=telemetry.instrumentation(agent_name="librarian"),
@@ -199,15 +213,16 @@ async def test_the_span_tree_is_run_steps_chat_and_tool_spans():
     )
     assert edges == [
         ("-", "invoke_agent librarian", None),
-        ("invoke_agent librarian", "step", 0),
-        ("invoke_agent librarian", "step", 1),
-        ("step", "chat", 0),
-        ("step", "chat", 1),
-        ("step", "execute_tool search", 0),
+        ("invoke_agent librarian", "chat", 0),
+        ("invoke_agent librarian", "chat", 1),
+        ("invoke_agent librarian", "execute_tool search", 0),
     ]
-    assert [attrs(s)["polyloop.step_index"] for s in telemetry.named("step")] == [0, 1]
-    chat, tool = telemetry.named("chat")[0], telemetry.one("execute_tool")
-    assert parent_of(chat) == parent_of(tool) == span_id(telemetry.named("step")[0])
+    run_span = telemetry.one("invoke_agent")
+    steps = [dict(e.attributes or {}) for e in run_span.events if e.name == "polyloop.step"]
+    assert steps == [
+        {"polyloop.step_index": 0, "polyloop.decision": "action"},
+        {"polyloop.step_index": 1, "polyloop.decision": "final_answer"},
+    ]
 
 
 class SpanMakingModel:
@@ -255,7 +270,7 @@ async def test_spans_a_seam_makes_itself_nest_under_that_steps_chat_tool_or_step
     seams = script(act(tool_name="search"), act(tool_name="fetch"), final())
 
     await polyloop.run(
-        agent(),
+        agent(tools=TOOLS),
         GOAL,
         model=SpanMakingModel(seams.model),
         parser=SpanMakingParser(seams.parser),
@@ -273,8 +288,8 @@ async def test_spans_a_seam_makes_itself_nest_under_that_steps_chat_tool_or_step
     assert parent("POST /chat 2") == ("chat", 0)
     assert parent("POST /chat 4") == ("chat", 1)
     assert parent("POST /chat 6") == ("chat", 2)
-    assert parent("regex reply-0") == ("step", 0)
-    assert parent("regex reply-2") == ("step", 2)
+    assert parent("regex reply-0") == ("invoke_agent", None)  # a parser runs in the run's span
+    assert parent("regex reply-2") == ("invoke_agent", None)
     assert parent("SELECT action-0") == ("execute_tool search", 0)
     assert parent("SELECT action-1") == ("execute_tool fetch", 1)
 
@@ -311,7 +326,7 @@ async def test_concurrent_runs_sharing_one_instrumentation_make_separate_traces(
     await asyncio.gather(
         *(
             polyloop.run(
-                agent(),
+                agent(tools=TOOLS),
                 GOAL,
                 **script(act(tool_name="t"), act(tool_name="t"), final()).kwargs(),
                 run_id=run_id,
@@ -328,7 +343,7 @@ async def test_concurrent_runs_sharing_one_instrumentation_make_separate_traces(
         assert run_span.context is not None
         mine = [s for s in telemetry.spans if s.context.trace_id == run_span.context.trace_id]
         assert sorted(s.name for s in mine) == sorted(
-            ["invoke_agent", *["step"] * 3, *["chat"] * 3, *["execute_tool t"] * 2]
+            ["invoke_agent", *["chat"] * 3, *["execute_tool t"] * 2]
         )
         conversation = {attrs(s).get("gen_ai.conversation.id") for s in mine} - {None}
         assert conversation == {attrs(run_span)["gen_ai.conversation.id"]}
@@ -544,7 +559,7 @@ async def test_every_span_carries_the_genai_attributes_of_the_conventions():
     telemetry = Telemetry()
 
     await polyloop.run(
-        agent(),
+        agent(tools=TOOLS),
         GOAL,
         **described_run(*REPLIES),
         run_id=RUN,
@@ -558,11 +573,13 @@ async def test_every_span_carries_the_genai_attributes_of_the_conventions():
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "librarian",
         "gen_ai.conversation.id": RUN,
+        "gen_ai.provider.name": "openai",  # the first described chat's
+        "gen_ai.request.model": "gpt-x",
     }
     assert attrs(run_span)["polyloop.stop_reason"] == "agent_finished"
     assert attrs(run_span)["polyloop.executed_actions"] == 1
     assert attrs(run_span)["polyloop.parameters_hash"] == polyloop.parameters_hash(
-        agent().parameters()
+        agent(tools=TOOLS).parameters()
     )
     chats = telemetry.named("chat")
     assert [c.name for c in chats] == ["chat gpt-x"] * 3
@@ -604,8 +621,7 @@ async def test_every_span_carries_the_genai_attributes_of_the_conventions():
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.conversation.id": RUN,
         "gen_ai.tool.name": "search",
-        "gen_ai.tool.call.id": f"{RUN}/0",
-    }
+    }  # no gen_ai.tool.call.id: the reply carries no tool-call id, and none is invented
     assert attrs(search)["polyloop.action_status"] == "executed"
     assert search.status.status_code is StatusCode.UNSET
     assert attrs(lookup)["error.type"] == "not_executed"
@@ -629,8 +645,9 @@ async def test_a_model_without_a_description_names_its_chat_span_after_the_respo
     chat = telemetry.one("chat")
     assert chat.name == "chat local-7b"
     assert "gen_ai.request.model" not in attrs(chat)
-    assert "gen_ai.provider.name" not in attrs(chat)
+    assert attrs(chat)["gen_ai.provider.name"] == "unknown"  # required: the documented fallback
     assert telemetry.one("invoke_agent").name == "invoke_agent"
+    assert attrs(telemetry.one("invoke_agent"))["gen_ai.provider.name"] == "unknown"
 
 
 @pytest.mark.asyncio
@@ -791,12 +808,11 @@ async def test_an_executor_that_raises_ends_every_span_with_its_error_type():
 
     with pytest.raises(KeyError):
         await polyloop.run(
-            agent(), GOAL, **seams.kwargs(), instrumentation=telemetry.instrumentation()
+            agent(tools=TOOLS), GOAL, **seams.kwargs(), instrumentation=telemetry.instrumentation()
         )
 
     assert {s.name: attrs(s).get("error.type") for s in telemetry.spans} == {
         "invoke_agent": "KeyError",
-        "step": None,
         "chat": None,
         "execute_tool db": "KeyError",
     }
@@ -834,7 +850,6 @@ async def test_a_cancelled_run_ends_its_spans_and_counts_as_cancelled():
         "chat",
         "execute_tool",
         "invoke_agent",
-        "step",
     ]
     assert attrs(telemetry.one("execute_tool"))["error.type"] == "CancelledError"
     assert attrs(telemetry.one("invoke_agent"))["polyloop.stop_reason"] == "cancelled"
@@ -991,7 +1006,9 @@ async def test_lone_surrogates_in_content_are_recorded_as_replacement_characters
     text = recorded_texts(telemetry)
     assert "goal \ufffd" in text
     assert "bad \ufffd byte" in text
-    assert telemetry.one("execute_tool").name == "execute_tool t\ufffd"
+    tool = telemetry.one("execute_tool")
+    assert tool.name == "execute_tool"  # not a registered tool: its name is no span name
+    assert attrs(tool)["gen_ai.tool.name"] == "t\ufffd"
     text.encode("utf-8")  # every recorded text is valid UTF-8 (an exporter can send it)
 
 
@@ -1131,9 +1148,8 @@ async def test_a_processor_that_raises_costs_one_warning_per_failure_kind_and_ne
     messages = [r.getMessage() for r in caplog.records if r.name == "polyloop.otel"]
     assert len(messages) == len(set(messages))  # each kind once, though every span failed
     assert any("starting a chat span (RuntimeError: processor down)" in m for m in messages)
-    assert any("ending a step span (ValueError: processor still down)" in m for m in messages)
     assert any("ending the run span (ValueError: processor still down)" in m for m in messages)
-    assert len(messages) == 4  # chat start, and the end of an execute_tool, a step, the run
+    assert len(messages) == 3  # chat start, and the end of an execute_tool and of the run
     assert all(m.startswith("run ") and "the run goes on" in m for m in messages)
 
 
@@ -1149,7 +1165,7 @@ async def test_an_exporter_that_raises_never_fails_the_run():
     )
 
     assert result.stop_reason is StopReason.AGENT_FINISHED
-    assert len(telemetry.spans) == 6
+    assert len(telemetry.spans) == 4  # the run, two chats, one tool: no step spans
 
 
 @pytest.mark.asyncio
@@ -1235,7 +1251,11 @@ async def test_a_model_failure_counts_in_the_duration_histogram_with_its_error_t
     )
 
     (point,) = telemetry.points("gen_ai.client.operation.duration")
-    assert dict(point.attributes) == {"gen_ai.operation.name": "chat", "error.type": "RuntimeError"}
+    assert dict(point.attributes) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "unknown",
+        "error.type": "RuntimeError",
+    }
     assert telemetry.points("gen_ai.client.token.usage") == []
 
 
@@ -1336,3 +1356,129 @@ async def test_the_warning_for_an_opentelemetry_failure_shows_any_exception_safe
     else:
         assert "starting a chat span (ValueError: \\x1b[31mxxx" in message
         assert is_capped_and_clean(message, around=200)
+
+
+# --------------------------------------------------------------------------- issue 32 §3
+
+
+@pytest.mark.asyncio
+async def test_a_tool_name_the_model_made_up_never_becomes_a_span_name():
+    telemetry = Telemetry()
+    seams = script(act(tool_name="nope"), act(tool_name="search"), final())
+
+    await polyloop.run(
+        agent(tools=TOOLS), GOAL, **seams.kwargs(), instrumentation=telemetry.instrumentation()
+    )
+
+    made_up, known = telemetry.named("execute_tool")
+    assert made_up.name == "execute_tool"
+    assert attrs(made_up)["gen_ai.tool.name"] == "nope"
+    assert attrs(made_up)["polyloop.tool_registered"] is False
+    assert known.name == "execute_tool search"
+    assert attrs(known)["polyloop.tool_registered"] is True
+    assert not any("nope" in span.name for span in telemetry.spans)
+
+
+@pytest.mark.asyncio
+async def test_without_a_registry_no_tool_name_becomes_a_span_name():
+    telemetry = Telemetry()
+    names = [f"tool{n}" for n in range(5)]
+    seams = script(*(act(tool_name=name) for name in names), final())
+
+    await polyloop.run(agent(), GOAL, **seams.kwargs(), instrumentation=telemetry.instrumentation())
+
+    tools = telemetry.named("execute_tool")
+    assert {span.name for span in tools} == {"execute_tool"}
+    assert [attrs(span)["gen_ai.tool.name"] for span in tools] == names
+
+
+@pytest.mark.asyncio
+async def test_every_span_that_names_a_genai_operation_has_a_provider_name():
+    telemetry = Telemetry()
+    seams = script(act(tool_name="search"), final())
+
+    await polyloop.run(
+        agent(tools=TOOLS), GOAL, **seams.kwargs(), instrumentation=telemetry.instrumentation()
+    )
+
+    for span in telemetry.spans:
+        if attrs(span).get("gen_ai.operation.name") in ("invoke_agent", "chat"):
+            assert attrs(span)["gen_ai.provider.name"] == "unknown", span.name
+    assert "gen_ai.tool.call.id" not in attrs(telemetry.one("execute_tool"))
+    assert not [s for s in telemetry.spans if s.name == "step"]
+
+
+# --------------------------------------------------------------------------- issue 32 §2
+
+
+@pytest.mark.asyncio
+async def test_a_batchs_run_spans_carry_its_batch_and_their_task_ids():
+    from polyloop import run_many
+    from tests.batch_doubles import AGENT, seams
+
+    telemetry = Telemetry()
+    instrumentation = telemetry.instrumentation()
+    store = MemoryStore()
+    given = [Task(f"t{n}", "steps=1") for n in range(4)]
+
+    summary = await run_many(
+        AGENT, given, seams=seams, store=store, batch="evals", instrumentation=instrumentation
+    )
+    other = await run_many(
+        AGENT, given[:1], seams=seams, store=store, batch="other", instrumentation=instrumentation
+    )
+
+    assert summary.stop_reasons == {"agent_finished": 4}
+    assert other.stop_reasons == {"agent_finished": 1}
+    runs = telemetry.named("invoke_agent")
+    by_batch: dict[object, list[object]] = {}
+    for span in runs:
+        by_batch.setdefault(attrs(span)["polyloop.batch"], []).append(
+            attrs(span)["polyloop.task_id"]
+        )
+    assert {k: sorted(v) for k, v in by_batch.items()} == {  # type: ignore[type-var]
+        "evals": ["t0", "t1", "t2", "t3"],
+        "other": ["t0"],
+    }
+    run_ids = {attrs(span)["polyloop.run_id"] for span in runs}
+    assert run_ids == {"evals.t0", "evals.t1", "evals.t2", "evals.t3", "other.t0"}
+
+
+@pytest.mark.asyncio
+async def test_run_many_refuses_an_instrumentation_without_run_before_anything_is_written():
+    from polyloop import run_many
+    from tests.batch_doubles import AGENT, seams
+
+    store = MemoryStore()
+    with pytest.raises(TypeError, match="instrumentation must have a callable run"):
+        await run_many(
+            AGENT, [Task("a", "steps=1")], seams=seams, store=store, batch="b",
+            instrumentation=object(),  # type: ignore[arg-type]
+        )  # fmt: skip
+    assert await store.run_ids() == []
+
+
+@pytest.mark.asyncio
+async def test_a_drained_batch_run_ends_its_span_without_an_error():
+    from polyloop._batch import execute, plan, vet
+    from tests import batch_doubles
+    from tests.batch_doubles import AGENT, seams
+
+    batch_doubles.reset()
+    telemetry = Telemetry()
+    checked = plan(
+        AGENT, [Task("a", "steps=3 slow=0.2")], seams=seams, store=MemoryStore(),
+        store_url=None, batch="b", concurrency=1, time_limit_s=None, backend=None,
+    )  # fmt: skip
+    job = dataclasses.replace(checked.job, instrumentation=telemetry.instrumentation())
+    vetted = await vet(dataclasses.replace(checked, job=job))
+    interrupt = asyncio.Event()
+    waiting = asyncio.ensure_future(batch_doubles.calls_reach(1))
+    waiting.add_done_callback(lambda _: interrupt.set())
+
+    summary = await execute(vetted, interrupt=interrupt)
+
+    assert summary.what == {"interrupted": 1}
+    run_span = telemetry.one("invoke_agent")
+    assert run_span.status.status_code is StatusCode.UNSET
+    assert "error.type" not in attrs(run_span)

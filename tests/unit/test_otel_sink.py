@@ -18,6 +18,7 @@ from polyloop import (
     Action,
     ActionOutcome,
     ActionStatus,
+    AgentDefinition,
     Event,
     FinalAnswer,
     ModelCallIntent,
@@ -29,6 +30,8 @@ from polyloop import (
     RunStarted,
     StepCompleted,
     StopReason,
+    Tool,
+    ToolRegistry,
 )
 from polyloop.models import ScriptedModel
 from polyloop.stores import MemoryStore
@@ -40,11 +43,11 @@ from tests.unit._doubles import (
     ScriptedExecutor,
     ScriptedParser,
     act,
-    agent,
     final,
     model_fails,
     script,
 )
+from tests.unit._doubles import agent as _agent
 
 require_extra("otel")
 
@@ -106,6 +109,20 @@ def label(span: ReadableSpan) -> str:
 
 def named(spans: Sequence[ReadableSpan], name: str) -> list[ReadableSpan]:
     return sorted((s for s in spans if s.name == name), key=lambda s: s.start_time or 0)
+
+
+#: The tools these runs call, registered: only a registered name names a span (issue 32).
+TOOLS = ToolRegistry(
+    [
+        Tool(name=name, description=f"the {name} tool")
+        for name in ("search", "lookup", "db", "add", "fetch", "slow", "t")
+    ]
+)
+
+
+def agent(**options: Any) -> AgentDefinition:
+    """The tests' agent, with the tools its scripted models call registered."""
+    return _agent(**({"tools": TOOLS} | options))
 
 
 def attrs(span: ReadableSpan) -> dict[str, Any]:
@@ -192,17 +209,23 @@ async def test_chat_spans_carry_the_genai_model_call_attributes():
     assert gen_ai == [
         {
             "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "unknown",  # required; the sink never sees the request
             "gen_ai.response.id": "call-0",
             "gen_ai.usage.input_tokens": 11,
             "gen_ai.usage.output_tokens": 7,
         },
         {
             "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "unknown",
             "gen_ai.response.id": "call-1",
             "gen_ai.usage.input_tokens": 13,
             "gen_ai.usage.output_tokens": 5,
         },
-        {"gen_ai.operation.name": "chat", "gen_ai.response.id": "call-2"},
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "unknown",
+            "gen_ai.response.id": "call-2",
+        },
     ]
     assert attrs(chats[1])["polyloop.response_chars"] == 2
     assert attrs(chats[0])["polyloop.prompt_chars"] > 0
@@ -225,7 +248,7 @@ async def test_tool_and_step_spans_carry_the_tool_call_and_the_step_record():
     assert attrs(search) == {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "search",
-        "gen_ai.tool.call.id": f"{RUN}/0",
+        "polyloop.tool_registered": True,  # no invented gen_ai.tool.call.id any more
         "polyloop.step_index": 0,
         "polyloop.action": "search cats",
         "polyloop.action_status": "executed",
@@ -351,7 +374,7 @@ async def test_a_resumed_run_from_a_new_sink_is_a_new_segment_of_the_remaining_s
     assert tree(after) == [
         "invoke_agent",
         "  step #1",
-        "    execute_tool fetch #1",
+        "    execute_tool #1",  # a segment never saw RunStarted: no registry, no tool name
         "  step #2",
         "    chat #2",
     ]
@@ -694,3 +717,20 @@ def test_without_the_extra_constructing_the_sink_says_what_to_install(tmp_path: 
 def test_a_capture_content_that_is_not_a_bool_is_a_type_error(switch: object):
     with pytest.raises(TypeError, match="capture_content must be a bool or None"):
         OpenTelemetrySink(capture_content=switch)  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_a_tool_name_the_model_made_up_names_no_span_of_the_sink():
+    provider, exporter = tracing()
+    seams = script(act(tool_name="nope"), act(tool_name="search"), final())
+
+    await polyloop.run(agent(), GOAL, **seams.kwargs(), events=OpenTelemetrySink(provider))
+
+    tools = sorted(
+        (s for s in exporter.get_finished_spans() if s.name.startswith("execute_tool")),
+        key=lambda s: s.start_time or 0,
+    )
+    assert [span.name for span in tools] == ["execute_tool", "execute_tool search"]
+    assert attrs(tools[0])["gen_ai.tool.name"] == "nope"
+    assert attrs(tools[0])["polyloop.tool_registered"] is False
+    assert all("gen_ai.tool.call.id" not in attrs(span) for span in tools)
