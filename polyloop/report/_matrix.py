@@ -643,14 +643,15 @@ def render_html(report: Mapping[str, Any], baselines: Sequence[Mapping[str, Any]
 
 
 def badge(report: Mapping[str, Any]) -> dict[str, Any]:
-    """The shields.io endpoint JSON for ``report``: ``conformant 25/25 implementations``, or
-    ``3 violated`` (promises violated, stale waivers included), ``setup error`` …"""
+    """The shields.io endpoint JSON for ``report``, in one unit, implementations:
+    ``conformant 25/25 implementations``, ``violations in 3/25 implementations`` (a violated
+    promise or a stale waiver), ``setup error in 1/25 implementations``, ``incomplete 20/25
+    implementations`` (the clean ones) or ``no implementations``."""
     items = report.get("implementations", [])
     total = len(items)
     verdict = report.get("verdict")
-    violated = sum(
-        int(item["counts"].get("violated", 0)) + int(item["counts"].get("stale_waiver", 0))
-        for item in items
+    violating = sum(
+        1 for item in items if item["counts"].get("violated") or item["counts"].get("stale_waiver")
     )
     clean = sum(
         1
@@ -662,7 +663,7 @@ def badge(report: Mapping[str, Any]) -> dict[str, Any]:
     if verdict == "conformant":
         message, colour = f"conformant {total}/{total} implementations", "brightgreen"
     elif verdict == "violations":
-        message, colour = f"{violated} violated", "red"
+        message, colour = f"violations in {violating}/{total} implementations", "red"
     elif verdict == "setup_error":
         broken = sum(1 for item in items if item.get("setup_error"))
         message, colour = f"setup error in {broken}/{total} implementations", "red"

@@ -299,7 +299,16 @@ def test_the_badge_is_shields_endpoint_json() -> None:
         "color": "brightgreen",
     }
     violated = badge(many_report(40))
-    assert (violated["message"], violated["color"]) == ("6 violated", "red")
+    broken = sum(
+        1
+        for item in many_report(40)["implementations"]
+        if item["counts"]["violated"] or item["counts"]["stale_waiver"]
+    )
+    # one unit, implementations, as in every other message (it said "6 violated": promises)
+    assert (violated["message"], violated["color"]) == (
+        f"violations in {broken}/40 implementations",
+        "red",
+    )
     assert badge(FIXED["every outcome"])["message"] == "setup error in 1/3 implementations"
 
 
