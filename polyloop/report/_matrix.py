@@ -482,6 +482,21 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+_CODE_SPAN = re.compile(r"``(.+?)``|`([^`]+)`")
+
+
+def _prose(value: object) -> str:
+    """A promise's text (a docstring's first paragraph) as HTML: escaped, its ``code`` spans
+    (reStructuredText's double backticks, or Markdown's single ones) rendered as ``<code>``."""
+    text, out, last = str(value), [], 0
+    for match in _CODE_SPAN.finditer(text):
+        out.append(_e(text[last : match.start()]))
+        out.append(f"<code>{_e(match.group(1) or match.group(2))}</code>")
+        last = match.end()
+    out.append(_e(text[last:]))
+    return "".join(out)
+
+
 def _header_name(implementation_id: str) -> str:
     """The id in a column header: all of it is the header's text, only its end (the class or
     fixture name, after the last ``::`` or ``/``) is shown; the rest is for screen readers and
@@ -583,7 +598,7 @@ def render_html(report: Mapping[str, Any], baselines: Sequence[Mapping[str, Any]
             out.append(
                 f'<tr data-outcomes="{_e(outcomes)}" data-promise="{_e(row.promise_id)}">'
                 f'<th scope="row" id="{row.anchor}"><code>{_e(row.promise_id)}</code> '
-                f"{_e(row.text)}</th>"
+                f"{_prose(row.text)}</th>"
             )
             for column in matrix.columns:
                 cell = row.cells.get(column.number)
@@ -613,12 +628,12 @@ def render_html(report: Mapping[str, Any], baselines: Sequence[Mapping[str, Any]
             f'<article id="{cell.anchor}">',
             f'<h3><span class="o-{cell.outcome}">{_e(cell.glyph)} {_e(_LABELS[cell.outcome])}'
             f"</span> {_e(column.id)} — <code>{_e(row.promise_id)}</code></h3>",
-            f"<p>{_e(row.text)}</p>",
+            f"<p>{_prose(row.text)}</p>",
         ]
         reasons = _reason_lines(cell)
         if reasons:
             out.append("<dl>")
-            out += [f"<dt>{_e(label)}</dt><dd>{_e(text)}</dd>" for label, text in reasons]
+            out += [f"<dt>{_e(label)}</dt><dd>{_prose(text)}</dd>" for label, text in reasons]
             out.append("</dl>")
         detail = (cell.promise or {}).get("detail")
         if detail:

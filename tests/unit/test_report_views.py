@@ -480,3 +480,14 @@ def test_every_cell_colour_has_enough_contrast_for_its_text() -> None:
         assert f".o-{outcome}{{background:{background};color:{text}}}" in page
         light, dark = sorted((_luminance(background), _luminance(text)), reverse=True)
         assert (light + 0.05) / (dark + 0.05) >= 7, outcome  # WCAG AAA for normal text
+
+
+def test_docstring_code_spans_are_rendered_in_the_html_not_shown_raw() -> None:
+    promise = "``append(run_id, record)`` refuses a `<b>` and ``a`b``; plain <i> stays text"
+    item = implementation("s", "event_sink", {"event_sink.x": "violated"})
+    item["promises"][0]["promise"] = promise
+    text = render_html(report(item))
+    assert "``" not in text
+    assert "<code>append(run_id, record)</code> refuses a <code>&lt;b&gt;</code>" in text
+    assert "<code>a`b</code>" in text
+    assert "plain &lt;i&gt; stays text" in text
