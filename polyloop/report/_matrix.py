@@ -482,6 +482,14 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _change_words(cell: Cell) -> str:
+    """What a cell's marks say, in the legend's words: `` (regressed)``, `` (recovered,
+    changed)``…, one per baseline it moved since (``""`` when it did not move)."""
+    if not cell.changes:
+        return ""
+    return f" ({', '.join(change.kind for change in cell.changes)})"
+
+
 _CODE_SPAN = re.compile(r"``(.+?)``|`([^`]+)`")
 
 
@@ -606,7 +614,7 @@ def render_html(report: Mapping[str, Any], baselines: Sequence[Mapping[str, Any]
                     out.append('<td class="o-none"><span class="sr">not this seam</span></td>')
                     continue
                 mark = cell.mark
-                label = _LABELS[cell.outcome] + (" (changed)" if cell.changes else "")
+                label = _LABELS[cell.outcome] + _change_words(cell)
                 label += " (suites differ)" if _MIXED_MARK in mark else ""
                 shown = f'<span aria-hidden="true">{_e(cell.glyph + mark)}</span>'
                 inner = (
