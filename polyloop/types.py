@@ -64,6 +64,7 @@ __all__ = [
     "StepRecord",
     "StopReason",
     "SyntheticObservations",
+    "action_or_feedback",
     "canonical_json",
     "parameters_hash",
     "record_from_json",
@@ -125,7 +126,9 @@ class StopReason(enum.StrEnum):
     ``CANCELLED`` never appears on a result returned by ``run()`` (cancellation re-raises
     ``CancelledError``); it appears in the log's ``RunFinished`` and in a result that
     ``resume()`` rebuilds from that log. ``TIME_LIMIT``: a batch run (``run_many``) was driven
-    longer than its per-run time limit.
+    longer than its per-run time limit. ``PARSER_ERROR``: the decision parser raised and the
+    caller asked to end the run rather than raise (``end_on_parser_error=True``); the last step
+    records the exception.
     """
 
     TASK_COMPLETED = "task_completed"
@@ -139,6 +142,7 @@ class StopReason(enum.StrEnum):
     CANCELLED = "cancelled"
     RESUME_STATE_UNKNOWN = "resume_state_unknown"
     TIME_LIMIT = "time_limit"
+    PARSER_ERROR = "parser_error"
 
 
 class ActionStatus(enum.StrEnum):
@@ -201,8 +205,10 @@ class Action:
     """A decision to act. ``text`` is how the action appears in the trajectory.
 
     ``tool_args`` is passed through the canonical JSON encoding at construction, so it is
-    always plain JSON data (a tuple comes back as a list); anything not JSON-serialisable is a
-    ``ValueError`` naming ``tool_args``.
+    always plain JSON data (a tuple comes back as a list); anything not JSON-serialisable
+    (``NaN``, ``Infinity``), nested deeper than :data:`MAX_NESTING` or not a mapping is a
+    ``ValueError`` naming ``tool_args``. A decision parser builds its actions with
+    :func:`action_or_feedback`, which turns such a value into an ``InvalidDecision``.
     """
 
     text: str
@@ -213,16 +219,42 @@ class Action:
         if self.tool_args is None:
             return
         if not isinstance(self.tool_args, Mapping):
-            raise ValueError(
-                f"Action.tool_args must be a mapping or None, got {type(self.tool_args).__name__}"
+            raise _refused(
+                f"Action.tool_args must be a mapping or None, got {type(self.tool_args).__name__}",
+                "The arguments must be a JSON object of named arguments.",
             )
         if nested_deeper_than(self.tool_args, MAX_NESTING):
-            raise ValueError(f"Action.tool_args is nested deeper than {MAX_NESTING} levels")
+            raise _refused(
+                f"Action.tool_args is nested deeper than {MAX_NESTING} levels",
+                f"The arguments are nested deeper than {MAX_NESTING} levels; flatten them.",
+            )
         try:
             normalised = json.loads(canonical_json(dict(self.tool_args)))
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"Action.tool_args must be JSON-serialisable: {exc}") from None
+            if "Out of range float" in str(exc):  # NaN, Infinity, or 1e400 read as inf
+                told = (
+                    "A number in the arguments is not finite (NaN, Infinity, or too large); "
+                    "use a finite number, or a string."
+                )
+            else:
+                told = f"The arguments cannot be written as JSON: {exc}."
+            raise _refused(f"Action.tool_args must be JSON-serialisable: {exc}", told) from None
         object.__setattr__(self, "tool_args", normalised)
+
+
+_PARSER_HINT = (
+    "; a decision parser turns a model's value that Action refuses into an InvalidDecision the "
+    "model is told about with polyloop.action_or_feedback"
+)
+
+
+def _refused(message: str, feedback: str) -> ValueError:
+    """A value :class:`Action` refuses: a ``ValueError`` whose message is for the developer;
+    ``feedback`` is for the model (what :func:`action_or_feedback` puts in its
+    :class:`InvalidDecision`)."""
+    error = ValueError(message + _PARSER_HINT)
+    error._polyloop_feedback = feedback  # type: ignore[attr-defined]
+    return error
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,6 +272,29 @@ class InvalidDecision:
 
 
 ParsedReply: TypeAlias = Action | FinalAnswer | InvalidDecision
+
+
+def action_or_feedback(
+    text: str, *, tool_name: str | None = None, tool_args: Mapping[str, Any] | None = None
+) -> Action | InvalidDecision:
+    """The ``Action`` a decision parser decided on — or, when the library's types refuse its
+    values, an ``InvalidDecision`` whose feedback tells the model what to change.
+
+    The one way for a parser to turn a model's odd value into a step instead of an exception:
+    ``NaN`` or ``Infinity`` (Python's ``json`` reads them), a number too large to be finite,
+    arguments nested deeper than :data:`MAX_NESTING` levels, arguments that are not a mapping
+    or not JSON. A parser's own exception still propagates from ``run()`` and ``resume()``;
+    this keeps a model's value from becoming one. The feedback is a sentence the model can act
+    on ("A number in the arguments is not finite …; use a finite number, or a string.");
+    append your parser's format reminder to it if you like.
+    """
+    try:
+        return Action(text=text, tool_name=tool_name, tool_args=tool_args)
+    except ValueError as refused:
+        feedback = getattr(refused, "_polyloop_feedback", None)
+        if feedback is None:  # not a value of the model's (never expected): the parser's bug
+            raise
+        return InvalidDecision(feedback=str(feedback))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

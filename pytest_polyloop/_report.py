@@ -76,6 +76,15 @@ def _first_paragraph(doc: str) -> str:
     return " ".join(doc.strip().split("\n\n")[0].split())
 
 
+def _promise_text(judgement: Judgement, doc: str) -> str:
+    """The row's promise. A ``not_applicable`` skip's ``promise=`` text is often a shared
+    helper's (three inline-commit promises once read identically): its row shows the promise
+    it skipped, the first paragraph of that promise's docstring."""
+    if judgement.outcome == "not_applicable" and doc.strip():
+        return _first_paragraph(doc)
+    return judgement.promise or _first_paragraph(doc)
+
+
 def _promise_entry(
     promise_id: str,
     nodeid: str,
@@ -99,7 +108,7 @@ def _promise_entry(
         "outcome": outcome,
         "nodeid": nodeid,
         "duration_s": judgement.duration_s,
-        "promise": judgement.promise or _first_paragraph(doc),
+        "promise": _promise_text(judgement, doc),
         "why": judgement.why,
         "verify_yourself": judgement.verify_yourself,
         "detail": detail,

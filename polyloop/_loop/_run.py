@@ -52,6 +52,7 @@ from polyloop.types import (
     ModelCallIntent,
     ModelReplied,
     ModelReply,
+    ParsedReply,
     Record,
     RunFinished,
     RunLog,
@@ -165,6 +166,9 @@ class _Driver:
         self.seam_seconds = 0.0
         # The run's instrumentation, if any: each seam call tests it once (nothing else is paid).
         self.probe: RunInstrumentation | None = None
+        # end_on_parser_error: a parser's exception ends the run `parser_error` (recorded in a
+        # step) instead of propagating; the caller chose it (run()/resume() argument).
+        self.end_on_parser_error = False
 
     # ------------------------------------------------------------------ records and events
 
@@ -293,13 +297,13 @@ class _Driver:
     async def decide(self, reply: ModelReply, prompt_chars: int) -> StopReason | None:
         """D, E, F — parse, then record an invalid decision or a final answer, or act."""
         started = time.monotonic()
-        probe = self.probe
-        if probe is None:
-            decision = self.seams.parser.parse(reply)
-        else:
-            with probe.parse(len(self.steps), reply) as call:
-                decision = self.seams.parser.parse(reply)
-                call.returned(decision)
+        try:
+            decision = self.parse(reply)
+        except Exception as exc:
+            if not self.end_on_parser_error:
+                raise
+            self.seam_seconds += time.monotonic() - started
+            return await self.end_for_parser(reply, prompt_chars, exc)
         self.seam_seconds += time.monotonic() - started
         if isinstance(decision, InvalidDecision):
             return await self.record(self._step(reply, prompt_chars, error=decision))
@@ -314,6 +318,27 @@ class _Driver:
             "DecisionParser.parse must return Action, FinalAnswer or InvalidDecision, "
             f"got {type(decision).__name__}"
         )
+
+    def parse(self, reply: ModelReply) -> ParsedReply:
+        probe = self.probe
+        if probe is None:
+            return self.seams.parser.parse(reply)
+        with probe.parse(len(self.steps), reply) as call:
+            decision = self.seams.parser.parse(reply)
+            call.returned(decision)
+            return decision
+
+    async def end_for_parser(
+        self, reply: ModelReply, prompt_chars: int, exc: Exception
+    ) -> StopReason:
+        """The parser raised and the caller chose to end the run: the step records the
+        exception as its parse error, and the run stops ``parser_error`` (one commit)."""
+        told = InvalidDecision(
+            feedback=f"the decision parser raised {exception_text(exc)} "
+            "(the run was ended with end_on_parser_error)"
+        )
+        await self.record(self._step(reply, prompt_chars, error=told))
+        return StopReason.PARSER_ERROR
 
     async def act(self, reply: ModelReply, action: Action, prompt_chars: int) -> StopReason | None:
         """F — execute (the intent is already logged) and record the step unconditionally."""
@@ -545,6 +570,7 @@ async def run(
     events: EventSink | None = None,
     run_id: str | None = None,
     instrumentation: Instrumentation | None = None,
+    end_on_parser_error: bool = False,
 ) -> RunResult:
     """Start a new run and drive it to a stop.
 
@@ -552,9 +578,12 @@ async def run(
     that already has a log raises ``RunAlreadyExists`` before any other seam is called.
     ``CancelledError`` is re-raised (after the log got ``RunFinished(cancelled)``), so
     ``cancelled`` never appears on a returned result. Exceptions from the executor or parser
-    propagate untouched. ``instrumentation`` (:class:`polyloop.ports.Instrumentation`) is called
-    around the run and each model, parser and executor call; its ``trace_parent`` is stored in
-    ``RunStarted``.
+    propagate untouched — unless ``end_on_parser_error``: then a parser's exception is recorded
+    as the step's parse error and the run stops ``parser_error`` (a parser should give the
+    model's odd values back as feedback with :func:`polyloop.action_or_feedback`; this ends,
+    on purpose, a run whose parser cannot). ``instrumentation``
+    (:class:`polyloop.ports.Instrumentation`) is called around the run and each model, parser
+    and executor call; its ``trace_parent`` is stored in ``RunStarted``.
     """
     # shared shape, kept on purpose: protocol signature: run() forwards to start()
     return await start(
@@ -567,6 +596,7 @@ async def run(
         events=events,
         run_id=run_id,
         instrumentation=instrumentation,
+        end_on_parser_error=end_on_parser_error,
     )
 
 
@@ -585,6 +615,7 @@ async def start(
     labels: Mapping[str, str] | None = None,
     how: Driving | None = None,
     instrumentation: Instrumentation | None = None,
+    end_on_parser_error: bool = False,
 ) -> RunResult:
     """:func:`run`, plus what only the library sets: ``RunStarted``'s batch fields, and how the
     run is driven (:class:`Driving`)."""
@@ -594,6 +625,7 @@ async def start(
     _check_seams(defaults=("instrumentation",), instrumentation=instrumentation)
     await _check_new(run_id, seams.store)
     driver = _Driver(run_id, agent, goal, seams, how)
+    driver.end_on_parser_error = bool(end_on_parser_error)
     started = _started_record(
         run_id, goal, agent, batch=batch, task_id=task_id, labels=dict(labels or {})
     )
@@ -684,6 +716,7 @@ async def resume(
     store: RunStore,
     events: EventSink | None = None,
     instrumentation: Instrumentation | None = None,
+    end_on_parser_error: bool = False,
 ) -> RunResult:
     """Continue an interrupted run from its log, or rebuild the result of a finished one.
 
@@ -694,6 +727,9 @@ async def resume(
     an action intent is replayed only if allowed, else the run ends ``resume_state_unknown``; a
     logged step is re-decided without calling any seam. ``instrumentation`` as for ``run()``
     (not called for a finished run): it gets the logged ``RunStarted``, to link to the original.
+    ``end_on_parser_error`` as for ``run()``: the way to end, on purpose, a run whose logged
+    reply makes the parser raise on every resume (the step records the exception; the run
+    stops ``parser_error``).
     """
     # shared shape, kept on purpose: protocol signature: resume() forwards to proceed()
     return await proceed(
@@ -705,6 +741,7 @@ async def resume(
         store=store,
         events=events,
         instrumentation=instrumentation,
+        end_on_parser_error=end_on_parser_error,
     )
 
 
@@ -719,6 +756,7 @@ async def proceed(
     events: EventSink | None,
     how: Driving | None = None,
     instrumentation: Instrumentation | None = None,
+    end_on_parser_error: bool = False,
 ) -> RunResult:
     """:func:`resume`, driven as ``how`` says (:class:`Driving`)."""
     validate_run_id(run_id)
@@ -730,6 +768,7 @@ async def proceed(
         return _rebuilt(run_id, log, log.finished)
     _check_parameters(run_id, agent, started)
     driver = _Driver(run_id, agent, started.goal, seams, how)
+    driver.end_on_parser_error = bool(end_on_parser_error)
     driver.commits.continue_at(len(log.records))
     stop = _replayed(driver, log)
     if instrumentation is None:

@@ -20,7 +20,9 @@ Three stop reasons come from outside the iteration, at whatever ``await`` the ru
 (``polyloop._loop._run._Driver.guarded``; a commit in flight always lands first):
 ``cancelled`` — ``run()`` was cancelled deliberately (a batch's Ctrl-C is not that: it
 interrupts and writes no finish); ``time_limit`` — the per-run time limit of ``run_many``
-elapsed; ``resume_state_unknown`` — a resume met an action intent it may not replay.
+elapsed; ``resume_state_unknown`` — a resume met an action intent it may not replay. One more
+is the caller's choice at D: ``parser_error`` — the parser raised and ``run()``/``resume()`` was
+told ``end_on_parser_error=True`` (``_Driver.end_for_parser``; no counter is consulted).
 
 Budgets are settled at the *start* of the next iteration (A), so a run that completes on its
 last allowed step ends ``task_completed``, not ``step_budget``: the two would have trajectories

@@ -45,7 +45,7 @@ from polyloop.cli._read_only import NoStore
 from polyloop.cli._report import add_report_commands
 from polyloop.errors import PolyloopError, SchemaVersionError, StoreCorrupted
 from polyloop.stores import open_store, sqlite_path
-from polyloop.types import ActionIntent, RunLog, StepRecord, canonical_json
+from polyloop.types import ActionIntent, RunLog, StepRecord, StopReason, canonical_json
 
 __all__ = ["main"]
 
@@ -373,6 +373,9 @@ def _print_trajectory(run_id: str, log: RunLog, out: TextIO) -> None:
     if finished.final_answer is not None:
         stop += f"  answer: {_excerpt(finished.final_answer, 200)}"
     print(stop, file=out)
+    if finished.stop_reason is StopReason.PARSER_ERROR and log.steps:
+        why = log.steps[-1].step.parse_error or "the decision parser raised"
+        print(f"      ended on purpose: {_excerpt(why, 400)}", file=out)
 
 
 def _in_doubt(log: RunLog) -> list[str]:

@@ -12,11 +12,11 @@ from polyloop._base._shown import shown
 from polyloop.parsers._fences import scan_fences
 from polyloop.types import (
     MAX_NESTING,
-    Action,
     FinalAnswer,
     InvalidDecision,
     ModelReply,
     ParsedReply,
+    action_or_feedback,
     canonical_json,
     nested_deeper_than,
 )
@@ -49,10 +49,16 @@ class _Decoded:
     error: str | None = None
 
 
-def _unwritable(exc: ValueError) -> str:
-    if "Out of range float" in str(exc):  # e.g. 1e400, which Python reads as inf
-        return "A number in the arguments is out of range (not a finite number); use a smaller one."
-    return f"The arguments cannot be written as JSON: {exc}."
+def _writable(args: Any) -> bool:
+    """Whether the action's text can be written: the arguments are what Action keeps (it says
+    why not, as feedback, when they are not)."""
+    if nested_deeper_than(args, MAX_NESTING):
+        return False
+    try:
+        canonical_json(args)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _position(text: str, pos: int) -> str:
@@ -266,18 +272,14 @@ class JsonToolCallParser:
                 return self._invalid(
                     f'"{present[0]}" must be a JSON object of named arguments, got {_shown(args)}.'
                 )
-        if nested_deeper_than(args, MAX_NESTING):
-            return self._invalid(
-                f"The arguments are nested deeper than {MAX_NESTING} levels; flatten them."
-            )
-        try:
-            return Action(
-                text=canonical_json({"tool": name, "arguments": args}),
-                tool_name=name,
-                tool_args=args,
-            )
-        except ValueError as exc:  # within the depth limit: a number JSON cannot hold
-            return self._invalid(_unwritable(exc))
+        decision = action_or_feedback(
+            canonical_json({"tool": name, "arguments": args}) if _writable(args) else "",
+            tool_name=name,
+            tool_args=args,
+        )
+        if isinstance(decision, InvalidDecision):
+            return self._invalid(decision.feedback)
+        return decision
 
     def _invalid(self, problem: str) -> InvalidDecision:
         return InvalidDecision(feedback=f"{problem} {self._format}")

@@ -409,6 +409,29 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _change_words(cell: Cell) -> str:
+    """What a cell's marks say, in the legend's words: `` (regressed)``, `` (recovered,
+    changed)``…, one per baseline it moved since (``""`` when it did not move)."""
+    if not cell.changes:
+        return ""
+    return f" ({', '.join(change.kind for change in cell.changes)})"
+
+
+_CODE_SPAN = re.compile(r"``(.+?)``|`([^`]+)`")
+
+
+def _prose(value: object) -> str:
+    """A promise's text (a docstring's first paragraph) as HTML: escaped, its ``code`` spans
+    (reStructuredText's double backticks, or Markdown's single ones) rendered as ``<code>``."""
+    text, out, last = str(value), [], 0
+    for match in _CODE_SPAN.finditer(text):
+        out.append(_e(text[last : match.start()]))
+        out.append(f"<code>{_e(match.group(1) or match.group(2))}</code>")
+        last = match.end()
+    out.append(_e(text[last:]))
+    return "".join(out)
+
+
 def _header_name(implementation_id: str) -> str:
     """The id in a column header: all of it is the header's text, only its end (the class or
     fixture name, after the last ``::`` or ``/``) is shown; the rest is for screen readers and
@@ -504,7 +527,7 @@ def _seam_body_html(matrix: Matrix, seam: str, rows: Sequence[Row]) -> str:
         out.append(
             f'<tr data-outcomes="{_e(outcomes)}" data-promise="{_e(row.promise_id)}">'
             f'<th scope="row" id="{row.anchor}"><code>{_e(row.promise_id)}</code> '
-            f"{_e(row.text)}</th>"
+            f"{_prose(row.text)}</th>"
         )
         out += [_cell_html(row.cells.get(column.number), column) for column in matrix.columns]
         out.append("</tr>")
@@ -516,7 +539,7 @@ def _cell_html(cell: Cell | None, column: Column) -> str:
     if cell is None:
         return '<td class="o-none"><span class="sr">not this seam</span></td>'
     mark = cell.mark
-    label = _LABELS[cell.outcome] + (" (changed)" if cell.changes else "")
+    label = _LABELS[cell.outcome] + _change_words(cell)
     label += " (suites differ)" if _MIXED_MARK in mark else ""
     shown = f'<span aria-hidden="true">{_e(cell.glyph + mark)}</span>'
     inner = (
@@ -536,12 +559,12 @@ def _reason_html(row: Row, column: Column, cell: Cell) -> str:
         f'<article id="{cell.anchor}">',
         f'<h3><span class="o-{cell.outcome}">{_e(cell.glyph)} {_e(_LABELS[cell.outcome])}'
         f"</span> {_e(column.id)} — <code>{_e(row.promise_id)}</code></h3>",
-        f"<p>{_e(row.text)}</p>",
+        f"<p>{_prose(row.text)}</p>",
     ]
     reasons = _reason_lines(cell)
     if reasons:
         out.append("<dl>")
-        out += [f"<dt>{_e(label)}</dt><dd>{_e(text)}</dd>" for label, text in reasons]
+        out += [f"<dt>{_e(label)}</dt><dd>{_prose(text)}</dd>" for label, text in reasons]
         out.append("</dl>")
     detail = (cell.promise or {}).get("detail")
     if detail:
@@ -569,14 +592,15 @@ def _implementations_html(report: Mapping[str, Any], matrix: Matrix) -> list[str
 
 
 def badge(report: Mapping[str, Any]) -> dict[str, Any]:
-    """The shields.io endpoint JSON for ``report``: ``conformant 25/25 implementations``, or
-    ``3 violated`` (promises violated, stale waivers included), ``setup error`` …"""
+    """The shields.io endpoint JSON for ``report``, in one unit, implementations:
+    ``conformant 25/25 implementations``, ``violations in 3/25 implementations`` (a violated
+    promise or a stale waiver), ``setup error in 1/25 implementations``, ``incomplete 20/25
+    implementations`` (the clean ones) or ``no implementations``."""
     items = report.get("implementations", [])
     total = len(items)
     verdict = report.get("verdict")
-    violated = sum(
-        int(item["counts"].get("violated", 0)) + int(item["counts"].get("stale_waiver", 0))
-        for item in items
+    violating = sum(
+        1 for item in items if item["counts"].get("violated") or item["counts"].get("stale_waiver")
     )
     clean = sum(
         1
@@ -588,7 +612,7 @@ def badge(report: Mapping[str, Any]) -> dict[str, Any]:
     if verdict == "conformant":
         message, colour = f"conformant {total}/{total} implementations", "brightgreen"
     elif verdict == "violations":
-        message, colour = f"{violated} violated", "red"
+        message, colour = f"violations in {violating}/{total} implementations", "red"
     elif verdict == "setup_error":
         broken = sum(1 for item in items if item.get("setup_error"))
         message, colour = f"setup error in {broken}/{total} implementations", "red"

@@ -303,7 +303,9 @@ async def _round(
     spec: dict[str, Any],
     report: Callable[[str], None],
 ) -> None:
+    _phase[0] = OPENING
     store = await open_store(factory, directory)
+    _phase[0] = APPENDING
     calls = planned_calls(spec)
     run_ids: list[str] = spec["runs"]
     lengths = [0] * len(run_ids)
@@ -337,6 +339,12 @@ async def _round(
             _arm(amount)
 
 
+#: What a writer that raised was doing, told to the probe on the first line of its stderr.
+PHASE_PREFIX = "polyloop-crash-writer-phase: "
+OPENING, APPENDING = "opening", "appending"
+_phase = [OPENING]
+
+
 def _writer(
     spec_factory: str, directory: Path, number: int, spec: dict[str, Any], report: int
 ) -> None:
@@ -354,7 +362,8 @@ def _writer(
     try:
         asyncio.run(_round(load_factory(spec_factory), directory, number, spec, tell))
     except BaseException:
-        os.write(2, traceback.format_exc().encode())
+        # The first line says what the writer was doing (the probe words its failure by it).
+        os.write(2, f"{PHASE_PREFIX}{_phase[0]}\n{traceback.format_exc()}".encode())
         os._exit(70)
     time.sleep(_OVERSTAY_S)  # a timer still to fire; a writer that exits on its own is no crash
     _die()

@@ -15,7 +15,9 @@ import json
 import os
 import signal
 import sys
+import sysconfig
 import tempfile
+import traceback
 from asyncio.subprocess import Process
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -153,10 +155,80 @@ async def _run_writer(
             _kill_group(process)
         await process.wait()
         text = (await errors).decode("utf-8", "replace")
-    raise RuntimeError(
-        f"a writer failed before it was killed ({ended}, exit code {process.returncode}):\n"
-        + "\n".join(text.strip().splitlines()[-12:])
+    raise RuntimeError(_writer_failure(plan, ended, text, process.returncode))
+
+
+def _writer_failure(plan: list[dict[str, Any]], ended: str, text: str, code: int | None) -> str:
+    """What happened, in plain words, when a round's writer ended without being killed: which
+    round, what it was doing (reopening the store after the previous round's kill, or
+    appending), the exception and where it was raised; then the traceback's end."""
+    phase, _, trace = (
+        text.partition("\n")
+        if text.startswith(_crash_writer.PHASE_PREFIX)
+        else (
+            "",
+            "",
+            text,
+        )
     )
+    lines = trace.strip().splitlines()
+    raised = _short_exception(lines[-1]) if lines else f"no traceback (exit code {code})"
+    frames = [line.strip() for line in lines if line.strip().startswith('File "')]
+    places = []
+    for frame in frames:
+        path, _, rest = frame[len('File "') :].partition('", line ')
+        line, _, function = rest.partition(", in ")
+        places.append((path, line, function))
+    place = _outside_stdlib(places)
+    where = f" at {Path(place[0]).name}:{place[1]} (in {place[2]})" if place else ""
+    words = ended.split()
+    if len(words) < 3 or not words[1].isascii() or not words[1].isdigit():
+        what = "the writer process failed before its first round"
+    else:
+        number = int(words[1])
+        before = (
+            f"after a writer was killed {_kill_words(plan[number - 1])} "
+            f"({_describe(plan[number - 1], number - 1)}), "
+            if number > 0
+            else "in the first round, before any kill, "
+        )
+        doing = phase.removeprefix(_crash_writer.PHASE_PREFIX).strip()
+        action = "reopening the store" if doing == _crash_writer.OPENING else "appending"
+        what = f"{before}{action} failed (round {number}'s writer)"
+    tail = "\n".join(lines[-12:])
+    return f"{what}: `{raised}`{where}\n{tail}".rstrip()
+
+
+def _reopen_failure(spec: dict[str, Any], at: str, error: BaseException) -> str:
+    """The probe's own reopening failed after a round's kill: the same words as a writer's."""
+    frames = traceback.extract_tb(error.__traceback__)
+    place = _outside_stdlib([(f.filename, str(f.lineno), f.name) for f in frames])
+    where = f" at {Path(place[0]).name}:{place[1]} (in {place[2]})" if place else ""
+    return (
+        f"after a writer was killed {_kill_words(spec)} ({at}), reopening the store failed: "
+        f"`{exception_text(error)}`{where}"
+    )
+
+
+def _outside_stdlib(places: list[tuple[str, str, str]]) -> tuple[str, str, str] | None:
+    """The innermost frame in the store's own code (not Python's library): where it failed."""
+    stdlib = sysconfig.get_paths()["stdlib"]
+    for place in reversed(places):
+        if not place[0].startswith(stdlib):
+            return place
+    return places[-1] if places else None
+
+
+def _short_exception(line: str) -> str:
+    """``json.decoder.JSONDecodeError: …`` as ``JSONDecodeError: …``."""
+    name, colon, message = line.strip().partition(":")
+    return f"{name.rpartition('.')[2]}{colon}{message}"
+
+
+def _kill_words(spec: dict[str, Any]) -> str:
+    if spec["kind"] == "inside":
+        return "in the middle of an " + ("append_many" if spec["batches"] else "append")
+    return "between its appends"
 
 
 def _kill_group(process: Process) -> None:
@@ -294,7 +366,7 @@ async def run_crash_probe(factory: str, directory: Path) -> CrashFindings:
             try:
                 opened.append(await open_store(open_factory, directory))
             except Exception as error:  # e.g. StoreCorrupted: the kill broke the whole store
-                problem = f"{at}: reopening the store raised {exception_text(error)}"
+                problem = _reopen_failure(spec, at, error)
                 findings.atomicity.append(problem)
                 findings.durability.append(problem)
                 raise _Abandon from error

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import os
 import sqlite3
 import threading
@@ -132,6 +133,26 @@ class NonAtomicAppend(LineFileStore):
         await super()._write(run_id, line[:half])
         await asyncio.sleep(0.05)
         await super()._write(run_id, line[half:])
+
+
+class TornManifestOnOpen(NonAtomicAppend):
+    """Also rewrites a manifest (``manifest.json``, the runs it holds) in two halves on every
+    append, and reads it when opened: a kill between the halves leaves half a JSON document,
+    and reopening the store then fails with ``JSONDecodeError``."""
+
+    def __init__(self, directory: Path | str) -> None:
+        super().__init__(directory)
+        manifest = self.directory / "manifest.json"
+        self.runs: list[str] = json.loads(manifest.read_text()) if manifest.exists() else []
+
+    async def _write(self, run_id: str, line: bytes) -> None:
+        self.runs = sorted({*self.runs, run_id})
+        text = json.dumps(self.runs * 50).encode()
+        manifest = self.directory / "manifest.json"
+        manifest.write_bytes(text[: len(text) // 2])
+        await asyncio.sleep(0.05)
+        manifest.write_bytes(text)
+        await super()._write(run_id, line)
 
 
 class NotDurable(LineFileStore):

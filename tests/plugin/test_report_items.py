@@ -417,3 +417,20 @@ def test_the_markdown_report_is_written_into_new_directories(
     target = tmp_path / "a" / "b" / "report.md"
     assert write_markdown("# ok é\n", target) == [target]
     assert target.read_bytes() == "# ok é\n".encode()
+
+
+def test_a_not_applicable_row_shows_its_own_promise_not_the_skips_shared_text() -> None:
+    """Three promises skipped by one shared helper once read identically: each row is its
+    promise (the first paragraph of its docstring), the skip's reason stays in ``why``."""
+    shared = {
+        "outcome": "not_applicable",
+        "promise": "commit_now(run_id, records, *, sequence) commits a batch without awaiting",
+        "why": "this store offers no commit_now",
+        "verify_yourself": "add commit_now",
+    }
+    results = {
+        f"t.py::test_{p}": ran(phase("call", "skipped", contract_skip=shared)) for p in PROMISES
+    }
+    promises = build(results)["promises"]
+    assert [p["promise"] for p in promises] == [f"{p} holds." for p in PROMISES]
+    assert {p["why"] for p in promises} == {"this store offers no commit_now"}

@@ -190,7 +190,8 @@ def test_baselines_mark_cells_that_changed_with_the_baselines_date_and_kit() -> 
     page = parse(text)
     assert "since 2026-01-01T00:00:00.000Z (kit 0.1.0): 1 regressed" in text
     cells = {cell["attrs"]["title"]: cell for cell in page.cells if "title" in cell["attrs"]}
-    assert set(cells) == {"violated (changed)", "held (changed)"}
+    # in the legend's words: a ▼ cell is "regressed", never "changed" (which is Δ)
+    assert set(cells) == {"violated (regressed)", "held (recovered)"}
     for cell in cells.values():  # the recovered held cell links to its change as well
         assert cell["links"]
         assert cell["links"][0][1:] in page.ids
@@ -299,7 +300,16 @@ def test_the_badge_is_shields_endpoint_json() -> None:
         "color": "brightgreen",
     }
     violated = badge(many_report(40))
-    assert (violated["message"], violated["color"]) == ("6 violated", "red")
+    broken = sum(
+        1
+        for item in many_report(40)["implementations"]
+        if item["counts"]["violated"] or item["counts"]["stale_waiver"]
+    )
+    # one unit, implementations, as in every other message (it said "6 violated": promises)
+    assert (violated["message"], violated["color"]) == (
+        f"violations in {broken}/40 implementations",
+        "red",
+    )
     assert badge(FIXED["every outcome"])["message"] == "setup error in 1/3 implementations"
 
 
@@ -471,3 +481,23 @@ def test_every_cell_colour_has_enough_contrast_for_its_text() -> None:
         assert f".o-{outcome}{{background:{background};color:{text}}}" in page
         light, dark = sorted((_luminance(background), _luminance(text)), reverse=True)
         assert (light + 0.05) / (dark + 0.05) >= 7, outcome  # WCAG AAA for normal text
+
+
+def test_docstring_code_spans_are_rendered_in_the_html_not_shown_raw() -> None:
+    promise = "``append(run_id, record)`` refuses a `<b>` and ``a`b``; plain <i> stays text"
+    item = implementation("s", "event_sink", {"event_sink.x": "violated"})
+    item["promises"][0]["promise"] = promise
+    text = render_html(report(item))
+    assert "``" not in text
+    assert "<code>append(run_id, record)</code> refuses a <code>&lt;b&gt;</code>" in text
+    assert "<code>a`b</code>" in text
+    assert "plain &lt;i&gt; stays text" in text
+
+
+def test_a_cell_that_merely_changed_is_marked_delta_and_titled_changed() -> None:
+    old = report(implementation("a", "event_sink", {"event_sink.x": "held"}))
+    new = report(implementation("a", "event_sink", {"event_sink.x": "waived"}))
+    page = parse(render_html(new, [old]))
+    titled = [cell for cell in page.cells if "title" in cell["attrs"]]
+    assert [cell["attrs"]["title"] for cell in titled] == ["waived (changed)"]
+    assert "Δ changed" in render_html(new, [old])  # the legend names the mark the cell shows

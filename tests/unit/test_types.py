@@ -84,7 +84,7 @@ def test_action_args_pass_through_canonical_json_so_a_tuple_comes_back_as_a_list
 # --------------------------------------------------------------------------- enums
 
 
-def test_stop_reason_has_exactly_the_eleven_values_spelled_exactly():
+def test_stop_reason_has_exactly_the_twelve_values_spelled_exactly():
     assert [reason.value for reason in StopReason] == [
         "task_completed",
         "step_budget",
@@ -97,6 +97,7 @@ def test_stop_reason_has_exactly_the_eleven_values_spelled_exactly():
         "cancelled",
         "resume_state_unknown",
         "time_limit",
+        "parser_error",
     ]
     assert all(reason.name == reason.value.upper() for reason in StopReason)
     assert all(reason == reason.value for reason in StopReason)  # StrEnum: SQL sees the string
