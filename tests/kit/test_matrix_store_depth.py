@@ -15,7 +15,9 @@ written, with one bug, and a twin without that bug that must stay clean:
 * the run index (issue 22) — ``IndexForgetsStopReason``, ``IndexCountsIntentsAsSteps`` and
   ``IndexedBeforeTheFence`` (twin ``MemoryStore``), each caught by ``index_agrees_with_log``;
 * kills inside a write — ``ChunkedReadsEveryLine`` and ``ChunkedSkipsTornLines`` (twin
-  ``ChunkedLineFileStore``).
+  ``ChunkedLineFileStore``);
+* a store one process at a time may open (issue 30) — ``OneProcessAtATime`` must stay clean,
+  not be blamed for the probe reading while a writer has it open.
 """
 
 from __future__ import annotations
@@ -172,6 +174,7 @@ CRASHED = (
         True,
         {"atomic_append": "after the next append at sequence .* reads back"},
     ),
+    _s("OneProcessAtATime", True, {}),
 )
 
 
@@ -293,3 +296,19 @@ def test_every_class_has_two_breakers_beside_a_clean_twin() -> None:
                 and any(s.impl == twin and not s.breaks for s in matrix)
                 for matrix in matrices
             ), f"class {name}: {impl} has no clean {twin} beside it"
+
+
+def test_a_crash_probe_that_cannot_run_is_unverifiable_with_its_reason(
+    pytester: pytest.Pytester,
+) -> None:
+    # A store only the process that created it may open: no writer process can open it, so the
+    # probe judged nothing. Before issue 30 this was reported as two violations.
+    store = _s("OwnedByOneProcess", True, {})
+    outcomes = run_sandbox(
+        pytester, _HEADER + _source(store), "-k", "atomic_append or prefix_durability"
+    )
+    for name in sorted(_CRASH):
+        got = outcomes[("TestOwnedByOneProcess", f"test_{name}")]
+        assert got.outcome == "skipped", f"{name}: {got.outcome}\n{got.longrepr}"
+        assert "cannot be checked here: the crash probe could not run" in got.longrepr, name
+        assert "belongs to process" in got.longrepr, name
