@@ -115,20 +115,33 @@ async def _bounded_hook(
 
 
 def _history(calls: list[str]) -> str:
-    shown = calls if len(calls) <= 12 else ["…", *calls[-12:]]
-    return "; ".join(shown)
+    return "; ".join(calls)
+
+
+# The promise a sample's status belongs to, when it is wrong before the environment was touched.
+_STATUS_PROMISE = {
+    "executes_cleanly": "the sample executes_cleanly must come back executed",
+    "failing": "action_executor.action_error_is_a_normal_observation_not_an_env_error",
+    "refused": "action_executor.status_trigger_conditions",
+}
 
 
 class _Sequence:
-    """One executor called through every sample, judged call by call; the history is kept for
-    the failure message."""
+    """One executor called through every sample, judged call by call; the whole history, by
+    phase, is kept for the failure message."""
 
     def __init__(self, executor: ActionExecutor, samples: ActionSamples) -> None:
         self.executor = executor
         self.samples = samples
         self.clean: Named = ("executes_cleanly", samples.executes_cleanly)
         self.refused = {which for which, _ in _refused(samples)}
-        self.calls: list[str] = []
+        self.calls: list[tuple[str, str]] = []  # (phase, "sample → status")
+
+    def history(self) -> str:
+        phases: dict[str, list[str]] = {}
+        for when, call in self.calls:
+            phases.setdefault(when, []).append(call)
+        return "; ".join(f"[{when}] {', '.join(calls)}" for when, calls in phases.items())
 
     async def call(self, which: str, action: Action, when: str) -> ActionOutcome:
         where = f"call {len(self.calls) + 1} ({when}), execute(action_samples.{which})"
@@ -137,24 +150,36 @@ class _Sequence:
         except Exception as error:
             pytest.fail(
                 f"{where} raised {exception_text(error, limit=SHORT)}; the calls "
-                f"before: {_history(self.calls)}",
+                f"before: {self.history()}",
                 pytrace=False,
             )
-        self.calls.append(f"{which} → {outcome.status.value}")
+        self.calls.append((when, f"{which} → {outcome.status.value}"))
         return outcome
 
-    async def everything(self, when: str, *, judge: bool = False) -> None:
-        """Every sample once; with ``judge``, each must get its normal status."""
+    async def everything(self, when: str, *, judge: bool = True, restored: bool = False) -> None:
+        """Every sample once; with ``judge``, each on its normal status — before any break too,
+        so a sample wrong from the start is blamed on its own promise, not on the recovery."""
         samples = self.samples
         for which, action in [self.clean, *_failing(samples), *_refused(samples)]:
             outcome = await self.call(which, action, when)
             want = ActionStatus.NOT_EXECUTED if which in self.refused else ActionStatus.EXECUTED
-            assert not judge or outcome.status is want, (
-                f"after action_samples.restore_environment ({when}), "
+            if not judge or outcome.status is want:
+                continue
+            got = (
                 f"execute(action_samples.{which}) came back {outcome.status.value}, not "
-                f"{want.value}: the executor does not recover with its environment "
-                f"(observation {short(outcome.observation)}); the calls so far: "
-                f"{_history(self.calls)}"
+                f"{want.value} (observation {short(outcome.observation)})"
+            )
+            if restored:
+                blame = "the executor does not recover with its environment"
+            else:
+                kind = "refused" if which in self.refused else "executes_cleanly"
+                kind = "failing" if "executes_but_errors" in which else kind
+                blame = (
+                    f"the sample is wrong before the environment was touched, so this is not "
+                    f"a failure to recover: {_STATUS_PROMISE[kind]}"
+                )
+            pytest.fail(
+                f"{when}, {got}: {blame}; the calls so far: {self.history()}", pytrace=False
             )
 
     async def broken(self, when: str) -> None:
@@ -171,7 +196,7 @@ class _Sequence:
             assert outcome.status in allowed, (
                 f"with its environment broken ({when}), execute(action_samples.{which}) came "
                 f"back {outcome.status.value}, not env_error (observation "
-                f"{short(outcome.observation)}); the calls so far: {_history(self.calls)}"
+                f"{short(outcome.observation)}); the calls so far: {self.history()}"
             )
 
 
@@ -537,8 +562,9 @@ class ActionExecutorContract(ContractBase):
         for cycle in (1, 2):
             await run.broken(f"break {cycle}, not restored yet")
             await _bounded_hook(samples.restore_environment, action_executor, "restore_environment")
-            for _ in range(2):
-                await run.everything(f"restored after break {cycle}", judge=True)
+            for again in (1, 2):
+                when = f"after action_samples.restore_environment (break {cycle}, round {again})"
+                await run.everything(when, restored=True)
 
     async def test_every_call_returns_env_error_while_broken(
         self, action_executor: ActionExecutor, action_samples: ActionSamples
@@ -578,7 +604,7 @@ class ActionExecutorContract(ContractBase):
             )
         require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         run = _Sequence(action_executor, samples)
-        await run.everything("before the break")
+        await run.everything("before the break", judge=False)  # statuses: other promises
         await run.broken("broken for good")
 
     async def test_truncated_chars_counts_what_was_cut(
