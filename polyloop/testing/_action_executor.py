@@ -26,6 +26,7 @@ from polyloop.testing._base import (
     unverifiable_promise,
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
+from polyloop.testing._raised import raised_by_the_implementation
 from polyloop.testing._samples import ActionSamples
 from polyloop.testing._shapes import SHORT, action_outcome_problems, short
 from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
@@ -90,12 +91,16 @@ async def _bounded_call(executor: ActionExecutor, action: Action, where: str) ->
             outcome = await executor.execute(action)
     except TimeoutError:
         if not bound.expired():
-            raise
+            raise _Raised(where, TimeoutError()) from None
         pytest.fail(
             f"{where} did not return within {_CALL_BOUND_S:g} s: a lock or pooled session the "
             "earlier calls took and never gave back makes a later call wait forever",
             pytrace=False,
         )
+    except BaseException as error:  # a SystemExit too: the detail names the sample
+        if not raised_by_the_implementation(error):
+            raise
+        raise _Raised(where, error) from error
     problems = action_outcome_problems(outcome, where)
     assert not problems, "\n".join(problems)
     return outcome
@@ -112,6 +117,13 @@ async def _bounded_hook(
         if not bound.expired():
             raise
         pytest.fail(f"action_samples.{name} did not return within {_CALL_BOUND_S:g} s")
+
+
+class _Raised(pytest.fail.Exception):  # type: ignore[misc, name-defined]
+    """``execute()`` raised: a failure whose message names the call and its sample."""
+
+    def __init__(self, where: str, error: BaseException) -> None:
+        super().__init__(f"{where} raised {exception_text(error, limit=SHORT)}", pytrace=False)
 
 
 def _history(calls: list[str]) -> str:
@@ -147,12 +159,8 @@ class _Sequence:
         where = f"call {len(self.calls) + 1} ({when}), execute(action_samples.{which})"
         try:
             outcome = await _bounded_call(self.executor, action, where)
-        except Exception as error:
-            pytest.fail(
-                f"{where} raised {exception_text(error, limit=SHORT)}; the calls "
-                f"before: {self.history()}",
-                pytrace=False,
-            )
+        except _Raised as raised:
+            pytest.fail(f"{raised.msg}; the calls before: {self.history()}", pytrace=False)
         self.calls.append((when, f"{which} → {outcome.status.value}"))
         return outcome
 
@@ -497,7 +505,9 @@ class ActionExecutorContract(ContractBase):
             try:
                 async with bound:
                     outcome = await action_executor.execute(action)
-            except Exception as error:
+            except BaseException as error:
+                if not raised_by_the_implementation(error):
+                    raise
                 if isinstance(error, TimeoutError) and bound.expired():
                     pytest.fail(
                         f"{where}, execute(action_samples.{which}), did not return within "

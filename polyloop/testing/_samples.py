@@ -84,8 +84,11 @@ class ActionSamples:
     * ``more_refused`` — more actions to refuse (needs ``refused``): missing or extra
       arguments, a wrong argument type, a second unknown name; each must be ``not_executed``.
     * ``echo`` — ``def echo(text: str) -> Action``: an action whose whole observation, when
-      nothing is cut, is exactly ``text`` (for a code executor ``print(text, end="")``, for a
-      tool executor an echo tool). ``truncated_chars_counts_what_was_cut`` then echoes texts of
+      nothing is cut, is exactly ``text``: for a code executor, code that writes the text with
+      nothing added, ``import sys; sys.stdout.write(text)`` (not ``print(text, end="")``: a
+      sandbox's own ``print`` may ignore ``end`` and add a newline); for a tool executor, or a
+      sandbox that cannot reach ``sys.stdout``, an echo tool that returns its argument
+      unchanged. ``truncated_chars_counts_what_was_cut`` then echoes texts of
       non-ASCII characters and checks that ``observation_truncated_chars`` is the number of
       characters of the text the observation does not show. ``truncates_at`` (needs ``echo``)
       is your executor's observation cap in characters, if it has one: the texts then lie just

@@ -487,3 +487,15 @@ CAUGHT: dict[str, frozenset[str]] = {
 }
 #: The correct twins: the new kit finds nothing wrong with them.
 CORRECT = ("ToolboxExecutor", "ConnectedToolboxExecutor")
+
+
+class ExitsOnUnknownKey(ToolboxExecutor):
+    """Its ``lookup`` tool is a command-line tool called in-process: on a key it does not know
+    it exits with status 2 (``argparse``'s ``choices``), and ``SystemExit`` is no ``Exception``
+    — it escapes ``execute()``."""
+
+    async def run(self, session: ToolSession, name: str, args: dict[str, Any]) -> ActionOutcome:
+        if name == "lookup" and args.get("key") not in ("pi", "e"):
+            self.release(session)
+            raise SystemExit(2)
+        return await super().run(session, name, args)
