@@ -20,12 +20,20 @@ from polyloop.ports import ActionExecutor
 from polyloop.testing._base import (
     ContractBase,
     RecordTypes,
+    UnusableSamples,
     missing_fixture,
     require_samples,
     require_seam,
     unverifiable_promise,
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
+from polyloop.testing._cancel_leak import (
+    CANCEL_AFTER_S,
+    WATCH_S,
+    Leak,
+    cancelled_output_leak,
+    fresh_marker,
+)
 from polyloop.testing._raised import raised_by_the_implementation
 from polyloop.testing._samples import ActionSamples
 from polyloop.testing._shapes import SHORT, action_outcome_problems, short
@@ -64,6 +72,13 @@ async def _execute(executor: ActionExecutor, samples: object, which: str) -> Act
     checked = require_samples(samples, ActionSamples, "action_samples")
     where = f"execute(action_samples.{which})"
     return await _bounded_call(executor, getattr(checked, which), where)
+
+
+def _require_action(value: object, what: str) -> None:
+    if not isinstance(value, Action):
+        raise UnusableSamples(
+            f"action_samples.{what} returned {type(value).__name__}, not a polyloop Action"
+        )
 
 
 def _failing(samples: ActionSamples) -> list[Named]:
@@ -414,6 +429,68 @@ class ActionExecutorContract(ContractBase):
             },
             promise="a cancelled execute() lets CancelledError through",
             what="execute() of either sample",
+        )
+
+    async def test_cancelled_action_does_not_leak(
+        self, action_executor: ActionExecutor, action_samples: ActionSamples
+    ) -> None:
+        """A cancelled ``execute`` leaves nothing behind that shows in a later action: no
+        output of the cancelled action reaches another action's observation.
+
+        The loop cancels an action on a step deadline or a stop, then executes the next one on
+        the same executor. Cancelling the awaiting task does not stop code the executor runs in
+        a thread: if it runs on and writes into a buffer the executor shares between actions,
+        the model reads its output as the result of the next action. Checked when
+        ``ActionSamples.keeps_printing`` is given: that action, printing a fresh marker every
+        few milliseconds for seconds, is cancelled after 0.3 s; then ``executes_cleanly`` runs
+        back to back for a second (each call bounded) and no observation may show the marker.
+        """
+        samples = require_samples(action_samples, ActionSamples, "action_samples")
+        promise = "no output of a cancelled action shows in a later action's observation"
+        if samples.keeps_printing is None:
+            unverifiable(
+                promise=promise,
+                why=(
+                    "the suite cannot write an action that runs for seconds and prints in an "
+                    "arbitrary executor's language"
+                ),
+                verify_yourself=(
+                    "give ActionSamples(keeps_printing=<function marker -> an Action that "
+                    "prints marker on a line of its own every 10 ms or so for at least 3 s>) "
+                    "and the kit checks this; or, in a test of your own, cancel such an action "
+                    "mid-way and check that the next actions' observations never show its output"
+                ),
+            )
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
+        marker = fresh_marker()
+        printing = samples.keeps_printing(marker)
+        _require_action(printing, "keeps_printing(marker)")
+        where = "execute(action_samples.executes_cleanly) after the cancel"
+        found = await cancelled_output_leak(
+            lambda: action_executor.execute(printing),
+            partial(_bounded_call, action_executor, samples.executes_cleanly, where),
+            marker,
+        )
+        if isinstance(found, ActionOutcome):
+            not_applicable(
+                promise=promise,
+                why=(
+                    f"execute(action_samples.keeps_printing(marker)) returned within "
+                    f"{CANCEL_AFTER_S:g} s (status {found.status.value}): this executor ended "
+                    "the action before it could be cancelled mid-way"
+                ),
+                verify_yourself=(
+                    "if your executor can run an action for longer, give a keeps_printing "
+                    "action that runs for at least 3 s"
+                ),
+            )
+        assert not isinstance(found, Leak), (
+            f"the output of a cancelled action leaked: the marker {marker!r}, printed by "
+            f"execute(action_samples.keeps_printing(marker)) cancelled after {CANCEL_AFTER_S:g} "
+            f"s, shows in the observation of call {found.call} of "
+            f"execute(action_samples.executes_cleanly) made back to back after the cancel (for "
+            f"{WATCH_S:g} s): {short(found.observation, 300)} — the cancelled code went on "
+            "running and wrote where the next action's output is collected"
         )
 
     async def test_status_trigger_conditions(

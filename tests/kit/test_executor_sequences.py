@@ -26,6 +26,7 @@ _NEW_OPT_INS = frozenset(
         "environment_recovers_when_restored",
         "every_call_returns_env_error_while_broken",
         "truncated_chars_counts_what_was_cut",
+        "cancelled_action_does_not_leak",
     }
 )
 #: What the tightened promises catch with only the samples the old kit knew.
