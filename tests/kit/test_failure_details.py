@@ -95,10 +95,12 @@ def test_a_system_exit_out_of_a_model_client_or_a_sink_names_the_call(
     )
     model = [o for (cls, _), o in outcomes.items() if cls == "TestModel"]
     sink = [o for (cls, _), o in outcomes.items() if cls == "TestSink"]
-    assert model and sink, sorted(outcomes)
+    assert model, sorted(outcomes)
+    assert sink, sorted(outcomes)
     for got in model:
         assert got.outcome == "failed"
-        assert "complete([Message(role=" in got.longrepr and "raised SystemExit: 2" in got.longrepr
+        assert "complete([Message(role=" in got.longrepr
+        assert "raised SystemExit: 2" in got.longrepr
     for got in sink:
         assert got.outcome == "failed"
         assert "emit() of the event of run" in got.longrepr, got.longrepr
