@@ -169,10 +169,11 @@ async def _run_writer(
         await process.wait()
         text = (await errors).decode("utf-8", "replace")
     last_lines = "\n".join(text.strip().splitlines()[-12:])
-    if not opened:
+    if not opened:  # one line, the exception: it becomes the reason of a skip
+        raised = text.strip().splitlines()[-1:] or ["nothing on its standard error"]
         raise CrashProbeCannotRun(
             f"the writer process could not open the store through the factory, before any "
-            f"kill (exit code {process.returncode}):\n{last_lines}"
+            f"kill (exit code {process.returncode}): {raised[0]}"
         )
     raise RuntimeError(
         f"a writer failed before it was killed ({ended}, exit code {process.returncode}):\n"
