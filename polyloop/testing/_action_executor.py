@@ -618,7 +618,10 @@ class ActionExecutorContract(ContractBase):
         step that never happened into the trajectory; one that latches its failure (a circuit
         breaker that never closes, a dead connection kept in the pool) stops every later run.
         Checked when ``ActionSamples.restore_environment`` is given (it declares that a break
-        lasts until it runs): twice, the environment is broken, every sample is executed —
+        lasts until it runs): every sample is first executed once and must get its normal
+        status (one that is wrong before any break is reported naming the promise it breaks,
+        not as a failure to recover); then, twice, the environment is broken, every sample is
+        executed —
         each call must return ``env_error`` (a refused one may be ``not_executed``), none may
         raise or come back ``executed`` — then restored, after which every sample must get its
         normal status again: ``executed`` for the clean and the failing ones, ``not_executed``
