@@ -176,6 +176,8 @@ class _Sequence:
             outcome = await _bounded_call(self.executor, action, where)
         except _Raised as raised:
             pytest.fail(f"{raised.msg}; the calls before: {self.history()}", pytrace=False)
+        except AssertionError as wrong:  # a malformed outcome: named with the calls before it
+            pytest.fail(f"{where}: {wrong}; the calls before: {self.history()}", pytrace=False)
         self.calls.append((when, f"{which} → {outcome.status.value}"))
         return outcome
 
