@@ -20,6 +20,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs="${MUTATION_JOBS:-2}"
 equivalent="$PWD/scripts/mutation-equivalent.txt"
+child="$PWD/scripts/mutation-killed-in-a-child.txt"
 check="$PWD/scripts/mutation_check.py"
 results="${MUTATION_RESULTS:-$PWD/.mutation-results}"
 
@@ -61,13 +62,13 @@ case "${1:-}" in
     [ $# -eq 1 ] || usage
     rm -f "$results"/*.txt
     run_group slice
-    python3 "$check" check "$equivalent" "$results/slice.txt"
+    python3 "$check" check "$equivalent" --child "$child" "$results/slice.txt"
     ;;
   --group)
     [ $# -eq 2 ] || usage
     rm -f "$results/$2.txt"
     run_group "$2"
-    python3 "$check" check "$equivalent" "$results/$2.txt"
+    python3 "$check" check "$equivalent" --child "$child" "$results/$2.txt"
     ;;
   "")
     rm -f "$results"/*.txt
@@ -76,7 +77,7 @@ case "${1:-}" in
     for name in "${groups[@]}"; do run_group "$name"; done
     files=()
     for name in "${groups[@]}"; do files+=("$results/$name.txt"); done
-    python3 "$check" check "$equivalent" "${files[@]}" || status=1
+    python3 "$check" check "$equivalent" --child "$child" "${files[@]}" || status=1
     nice -n 19 python3 scripts/reorder_mutants.py || status=1
     echo "whole run: $SECONDS s"
     exit "$status"

@@ -20,12 +20,21 @@ from polyloop.ports import ActionExecutor
 from polyloop.testing._base import (
     ContractBase,
     RecordTypes,
+    UnusableSamples,
     missing_fixture,
     require_samples,
     require_seam,
     unverifiable_promise,
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
+from polyloop.testing._cancel_leak import (
+    CANCEL_AFTER_S,
+    WATCH_S,
+    Leak,
+    cancelled_output_leak,
+    fresh_marker,
+)
+from polyloop.testing._raised import raised_by_the_implementation
 from polyloop.testing._samples import ActionSamples
 from polyloop.testing._shapes import SHORT, action_outcome_problems, short
 from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
@@ -65,6 +74,13 @@ async def _execute(executor: ActionExecutor, samples: object, which: str) -> Act
     return await _bounded_call(executor, getattr(checked, which), where)
 
 
+def _require_action(value: object, what: str) -> None:
+    if not isinstance(value, Action):
+        raise UnusableSamples(
+            f"action_samples.{what} returned {type(value).__name__}, not a polyloop Action"
+        )
+
+
 def _failing(samples: ActionSamples) -> list[Named]:
     """``executes_but_errors`` and every ``more_executes_but_errors``, with their sample names."""
     more = samples.more_executes_but_errors
@@ -90,12 +106,16 @@ async def _bounded_call(executor: ActionExecutor, action: Action, where: str) ->
             outcome = await executor.execute(action)
     except TimeoutError:
         if not bound.expired():
-            raise
+            raise _Raised(where, TimeoutError()) from None
         pytest.fail(
             f"{where} did not return within {_CALL_BOUND_S:g} s: a lock or pooled session the "
             "earlier calls took and never gave back makes a later call wait forever",
             pytrace=False,
         )
+    except BaseException as error:  # a SystemExit too: the detail names the sample
+        if not raised_by_the_implementation(error):
+            raise
+        raise _Raised(where, error) from error
     problems = action_outcome_problems(outcome, where)
     assert not problems, "\n".join(problems)
     return outcome
@@ -114,47 +134,77 @@ async def _bounded_hook(
         pytest.fail(f"action_samples.{name} did not return within {_CALL_BOUND_S:g} s")
 
 
+class _Raised(pytest.fail.Exception):  # type: ignore[misc, name-defined]
+    """``execute()`` raised: a failure whose message names the call and its sample."""
+
+    def __init__(self, where: str, error: BaseException) -> None:
+        super().__init__(f"{where} raised {exception_text(error, limit=SHORT)}", pytrace=False)
+
+
 def _history(calls: list[str]) -> str:
-    shown = calls if len(calls) <= 12 else ["…", *calls[-12:]]
-    return "; ".join(shown)
+    return "; ".join(calls)
+
+
+# The promise a sample's status belongs to, when it is wrong before the environment was touched.
+_STATUS_PROMISE = {
+    "executes_cleanly": "the sample executes_cleanly must come back executed",
+    "failing": "action_executor.action_error_is_a_normal_observation_not_an_env_error",
+    "refused": "action_executor.status_trigger_conditions",
+}
 
 
 class _Sequence:
-    """One executor called through every sample, judged call by call; the history is kept for
-    the failure message."""
+    """One executor called through every sample, judged call by call; the whole history, by
+    phase, is kept for the failure message."""
 
     def __init__(self, executor: ActionExecutor, samples: ActionSamples) -> None:
         self.executor = executor
         self.samples = samples
         self.clean: Named = ("executes_cleanly", samples.executes_cleanly)
         self.refused = {which for which, _ in _refused(samples)}
-        self.calls: list[str] = []
+        self.calls: list[tuple[str, str]] = []  # (phase, "sample → status")
+
+    def history(self) -> str:
+        phases: dict[str, list[str]] = {}
+        for when, call in self.calls:
+            phases.setdefault(when, []).append(call)
+        return "; ".join(f"[{when}] {', '.join(calls)}" for when, calls in phases.items())
 
     async def call(self, which: str, action: Action, when: str) -> ActionOutcome:
         where = f"call {len(self.calls) + 1} ({when}), execute(action_samples.{which})"
         try:
             outcome = await _bounded_call(self.executor, action, where)
-        except Exception as error:
-            pytest.fail(
-                f"{where} raised {exception_text(error, limit=SHORT)}; the calls "
-                f"before: {_history(self.calls)}",
-                pytrace=False,
-            )
-        self.calls.append(f"{which} → {outcome.status.value}")
+        except _Raised as raised:
+            pytest.fail(f"{raised.msg}; the calls before: {self.history()}", pytrace=False)
+        except AssertionError as wrong:  # a malformed outcome: named with the calls before it
+            pytest.fail(f"{where}: {wrong}; the calls before: {self.history()}", pytrace=False)
+        self.calls.append((when, f"{which} → {outcome.status.value}"))
         return outcome
 
-    async def everything(self, when: str, *, judge: bool = False) -> None:
-        """Every sample once; with ``judge``, each must get its normal status."""
+    async def everything(self, when: str, *, judge: bool = True, restored: bool = False) -> None:
+        """Every sample once; with ``judge``, each on its normal status — before any break too,
+        so a sample wrong from the start is blamed on its own promise, not on the recovery."""
         samples = self.samples
         for which, action in [self.clean, *_failing(samples), *_refused(samples)]:
             outcome = await self.call(which, action, when)
             want = ActionStatus.NOT_EXECUTED if which in self.refused else ActionStatus.EXECUTED
-            assert not judge or outcome.status is want, (
-                f"after action_samples.restore_environment ({when}), "
+            if not judge or outcome.status is want:
+                continue
+            got = (
                 f"execute(action_samples.{which}) came back {outcome.status.value}, not "
-                f"{want.value}: the executor does not recover with its environment "
-                f"(observation {short(outcome.observation)}); the calls so far: "
-                f"{_history(self.calls)}"
+                f"{want.value} (observation {short(outcome.observation)})"
+            )
+            if restored:
+                blame = "the executor does not recover with its environment"
+            else:
+                kind = "refused" if which in self.refused else "executes_cleanly"
+                kind = "failing" if "executes_but_errors" in which else kind
+                blame = (
+                    f"the sample is wrong before the environment was touched, so this is not "
+                    f"a failure to recover: {_STATUS_PROMISE[kind]}"
+                )
+            pytest.fail(
+                f"{when}, {got}: {blame}; the calls so far: {self.history()}", pytrace=False
             )
 
     async def broken(self, when: str) -> None:
@@ -171,7 +221,7 @@ class _Sequence:
             assert outcome.status in allowed, (
                 f"with its environment broken ({when}), execute(action_samples.{which}) came "
                 f"back {outcome.status.value}, not env_error (observation "
-                f"{short(outcome.observation)}); the calls so far: {_history(self.calls)}"
+                f"{short(outcome.observation)}); the calls so far: {self.history()}"
             )
 
 
@@ -213,7 +263,9 @@ async def _call_after_break(
     try:
         async with bound:
             outcome = await executor.execute(action)
-    except Exception as error:
+    except BaseException as error:
+        if not raised_by_the_implementation(error):
+            raise
         if isinstance(error, TimeoutError) and bound.expired():
             pytest.fail(
                 f"{where}, execute(action_samples.{which}), did not return within "
@@ -442,6 +494,68 @@ class ActionExecutorContract(ContractBase):
             what="execute() of either sample",
         )
 
+    async def test_cancelled_action_does_not_leak(
+        self, action_executor: ActionExecutor, action_samples: ActionSamples
+    ) -> None:
+        """A cancelled ``execute`` leaves nothing behind that shows in a later action: no
+        output of the cancelled action reaches another action's observation.
+
+        The loop cancels an action on a step deadline or a stop, then executes the next one on
+        the same executor. Cancelling the awaiting task does not stop code the executor runs in
+        a thread: if it runs on and writes into a buffer the executor shares between actions,
+        the model reads its output as the result of the next action. Checked when
+        ``ActionSamples.keeps_printing`` is given: that action, printing a fresh marker every
+        few milliseconds for seconds, is cancelled after 0.3 s; then ``executes_cleanly`` runs
+        back to back for a second (each call bounded) and no observation may show the marker.
+        """
+        samples = require_samples(action_samples, ActionSamples, "action_samples")
+        promise = "no output of a cancelled action shows in a later action's observation"
+        if samples.keeps_printing is None:
+            unverifiable(
+                promise=promise,
+                why=(
+                    "the suite cannot write an action that runs for seconds and prints in an "
+                    "arbitrary executor's language"
+                ),
+                verify_yourself=(
+                    "give ActionSamples(keeps_printing=<function marker -> an Action that "
+                    "prints marker on a line of its own every 10 ms or so for at least 3 s>) "
+                    "and the kit checks this; or, in a test of your own, cancel such an action "
+                    "mid-way and check that the next actions' observations never show its output"
+                ),
+            )
+        require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
+        marker = fresh_marker()
+        printing = samples.keeps_printing(marker)
+        _require_action(printing, "keeps_printing(marker)")
+        where = "execute(action_samples.executes_cleanly) after the cancel"
+        found = await cancelled_output_leak(
+            lambda: action_executor.execute(printing),
+            partial(_bounded_call, action_executor, samples.executes_cleanly, where),
+            marker,
+        )
+        if isinstance(found, ActionOutcome):
+            not_applicable(
+                promise=promise,
+                why=(
+                    f"execute(action_samples.keeps_printing(marker)) returned within "
+                    f"{CANCEL_AFTER_S:g} s (status {found.status.value}): this executor ended "
+                    "the action before it could be cancelled mid-way"
+                ),
+                verify_yourself=(
+                    "if your executor can run an action for longer, give a keeps_printing "
+                    "action that runs for at least 3 s"
+                ),
+            )
+        assert not isinstance(found, Leak), (
+            f"the output of a cancelled action leaked: the marker {marker!r}, printed by "
+            f"execute(action_samples.keeps_printing(marker)) cancelled after {CANCEL_AFTER_S:g} "
+            f"s, shows in the observation of call {found.call} of "
+            f"execute(action_samples.executes_cleanly) made back to back after the cancel (for "
+            f"{WATCH_S:g} s): {short(found.observation, 300)} — the cancelled code went on "
+            "running and wrote where the next action's output is collected"
+        )
+
     async def test_status_trigger_conditions(
         self, action_executor: ActionExecutor, action_samples: ActionSamples
     ) -> None:
@@ -547,7 +661,10 @@ class ActionExecutorContract(ContractBase):
         step that never happened into the trajectory; one that latches its failure (a circuit
         breaker that never closes, a dead connection kept in the pool) stops every later run.
         Checked when ``ActionSamples.restore_environment`` is given (it declares that a break
-        lasts until it runs): twice, the environment is broken, every sample is executed —
+        lasts until it runs): every sample is first executed once and must get its normal
+        status (one that is wrong before any break is reported naming the promise it breaks,
+        not as a failure to recover); then, twice, the environment is broken, every sample is
+        executed —
         each call must return ``env_error`` (a refused one may be ``not_executed``), none may
         raise or come back ``executed`` — then restored, after which every sample must get its
         normal status again: ``executed`` for the clean and the failing ones, ``not_executed``
@@ -579,8 +696,9 @@ class ActionExecutorContract(ContractBase):
         for cycle in (1, 2):
             await run.broken(f"break {cycle}, not restored yet")
             await _bounded_hook(samples.restore_environment, action_executor, "restore_environment")
-            for _ in range(2):
-                await run.everything(f"restored after break {cycle}", judge=True)
+            for again in (1, 2):
+                when = f"after action_samples.restore_environment (break {cycle}, round {again})"
+                await run.everything(when, restored=True)
 
     async def test_every_call_returns_env_error_while_broken(
         self, action_executor: ActionExecutor, action_samples: ActionSamples
@@ -621,7 +739,7 @@ class ActionExecutorContract(ContractBase):
             )
         require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         run = _Sequence(action_executor, samples)
-        await run.everything("before the break")
+        await run.everything("before the break", judge=False)  # statuses: other promises
         await run.broken("broken for good")
 
     async def test_truncated_chars_counts_what_was_cut(

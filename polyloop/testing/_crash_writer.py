@@ -10,7 +10,9 @@ single ``append`` calls and, when the store has it, ``append_many`` batches — 
 round's kill point by a timer thread of its own, so the kill lands where the plan says (inside a
 system call too: the main thread is in the store's code, the timer needs no GIL hand-off from
 it to fire at the right time, only to be scheduled). The parent prints ``end <round> <status>``
-once it reaped that writer; whatever a writer acknowledged must survive its kill.
+once it reaped that writer, and forks the next one only when the probe, done reading what
+survived, writes ``go`` on its standard input; whatever a writer acknowledged must survive its
+kill. It prints ``opened <round>`` once a writer opened the store.
 
 With ``--power`` (``python _crash_writer.py FACTORY DIRECTORY --power RUN_IDS_JSON``) it is the
 power-loss probe's writer instead: no fork and no kill — it appends the rounds of
@@ -306,6 +308,7 @@ async def _round(
     _phase[0] = OPENING
     store = await open_store(factory, directory)
     _phase[0] = APPENDING
+    _say(f"opened {number}")
     calls = planned_calls(spec)
     run_ids: list[str] = spec["runs"]
     lengths = [0] * len(run_ids)
@@ -389,7 +392,9 @@ def main(spec_factory: str, directory: Path, plan: list[dict[str, Any]]) -> None
         measured.update(_what_the_writer_told(reading))
         killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
         _say(f"end {number} {'killed' if killed else status}")
-        if not killed:
+        # The probe reads what survived, then says go: no writer runs while it reads (a store
+        # may let one process at a time open its data).
+        if not killed or sys.stdin.readline().strip() != "go":
             return
     _say("done")
 

@@ -34,6 +34,7 @@ from polyloop.testing._base import (
     require_seam,
 )
 from polyloop.testing._durability import _child_env
+from polyloop.testing._raised import raised_by_the_implementation
 from polyloop.testing._samples import ParserSamples
 from polyloop.testing._shapes import SHORT, mismatch, parsed_reply_problems, short
 from polyloop.testing._skips import not_applicable, unverifiable
@@ -55,30 +56,87 @@ _B = TypeVar("_B", Action, FinalAnswer, InvalidDecision)
 _HUGE = "{" * 50_000 + "\x00" + "}" * 50_000
 
 
-def _parse(parser: DecisionParser, reply: ModelReply) -> ParsedReply:
+class _Raised(Exception):
+    """``parse()`` raised on ``reply``: judged by ``never_raises``, which says so first."""
+
+    def __init__(self, error: BaseException, reply: ModelReply) -> None:
+        super().__init__(exception_text(error, limit=SHORT))
+        self.reply = reply
+
+    def detail(self) -> str:
+        return f"parse() raised {self} on {short(self.reply, 400)}"
+
+
+def _call(parser: DecisionParser, reply: ModelReply) -> ParsedReply:
+    """``parse(reply)``, checked for its shape; :class:`_Raised` if it raised anything but an
+    interrupt (a ``SystemExit`` too: the detail must name the reply)."""
     require_seam(parser, "decision_parser", "parse", "parse(reply) -> ParsedReply")
     try:
         decision = parser.parse(reply)
-    except Exception as error:  # the promise is exactly "never raises": report, do not crash
-        pytest.fail(
-            f"parse() raised {exception_text(error, limit=SHORT)}\n"
-            f"on {short(reply, 400)}\n"
-            "a parser must return InvalidDecision(feedback=...) for input it cannot parse",
-            pytrace=False,
-        )
+    except BaseException as error:
+        if not raised_by_the_implementation(error):
+            raise
+        raise _Raised(error, reply) from error
     problems = parsed_reply_problems(decision, f"parse({short(reply.text, 60)})")
     assert not problems, "\n".join(problems)
     return decision
 
 
-def _parse_sample(parser: DecisionParser, reply: ModelReply, name: str, branch: type[_B]) -> _B:
-    """Parse the sample ``parser_samples.<name>`` and demand the ``branch`` it stands for."""
-    decision = _parse(parser, reply)
-    assert isinstance(decision, branch), (
-        f"parser_samples.{name} parsed to {short(decision)}, not {_article(branch)} "
-        f"{branch.__name__}"
+def _parse(parser: DecisionParser, reply: ModelReply) -> ParsedReply:
+    """``parse(reply)`` for ``never_raises``: an exception is this promise's own violation."""
+    try:
+        return _call(parser, reply)
+    except _Raised as raised:  # the promise is exactly "never raises": report, do not crash
+        detail = raised.detail()
+    pytest.fail(  # outside the handler: the detail alone, not the chain of exceptions
+        f"{detail}\na parser must return InvalidDecision(feedback=...) for input it cannot parse",
+        pytrace=False,
     )
-    return decision
+
+
+_SAME_CAUSE = "same cause as decision_parser.never_raises"
+
+
+class _Inputs:
+    """Parses for a promise other than ``never_raises``. An input that makes ``parse()`` raise
+    breaks ``never_raises`` first; this promise is judged on every other input, and then, if
+    any raised, reported violated with a detail that points at ``never_raises`` — one cause
+    shown as one cause, never a pass over inputs it could not judge."""
+
+    def __init__(self, parser: DecisionParser) -> None:
+        self.parser = parser
+        self.raised: list[_Raised] = []
+        self.judged = 0
+
+    def parse(self, reply: ModelReply) -> ParsedReply | None:
+        try:
+            decision = _call(self.parser, reply)
+        except _Raised as raised:
+            self.raised.append(raised)
+            return None
+        self.judged += 1
+        return decision
+
+    def sample(self, reply: ModelReply, name: str, branch: type[_B]) -> _B:
+        """Parse ``parser_samples.<name>``; it must give the ``branch`` it stands for."""
+        decision = self.parse(reply)
+        if decision is None:
+            self.done()
+        assert isinstance(decision, branch), (
+            f"parser_samples.{name} parsed to {short(decision)}, not {_article(branch)} "
+            f"{branch.__name__}"
+        )
+        return decision
+
+    def done(self) -> None:
+        """Fail with the pointer to ``never_raises`` when any input raised."""
+        if self.raised:
+            pytest.fail(
+                f"{_SAME_CAUSE}: {self.raised[0].detail()}\n({len(self.raised)} input(s) "
+                f"raised and could not be judged here; on the {self.judged} that did not, "
+                "this promise held)",
+                pytrace=False,
+            )
 
 
 def _article(branch: type) -> str:
@@ -303,7 +361,9 @@ class DecisionParserContract(ContractBase):
         (slices, several calls in one reply, words swapped, long padding).
         """
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
-        if data is None:  # the explicit example: the fixed nasty inputs, every run
+        if data is None:  # the explicit example: the samples, the fixed nasty inputs, every run
+            for reply in _sample_replies(samples):
+                _parse(decision_parser, reply)
             for text in (*pst.NASTY_TEXTS, _HUGE):
                 _parse(decision_parser, ModelReply(text=text, reasoning=text))
             for reply in _hard_replies(samples):
@@ -323,10 +383,12 @@ class DecisionParserContract(ContractBase):
         worse, a wrong type written into the log.
         """
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
+        inputs = _Inputs(decision_parser)
         for reply in (*_sample_replies(samples), ModelReply(text=""), ModelReply(text="\x00")):
-            _parse(decision_parser, reply)
+            inputs.parse(reply)
         for reply in _hard_replies(samples):
-            _parse(decision_parser, reply)
+            inputs.parse(reply)
+        inputs.done()
 
     # shared shape, kept on purpose: a Hypothesis probe's decorators and signature
     @bounded_settings(max_examples=30)
@@ -350,15 +412,19 @@ class DecisionParserContract(ContractBase):
         else:
             replies = [data.draw(st.one_of(_replies_near(samples), _ANY_REPLY), label="reply")]
             attempts = [2, 3]
+        inputs = _Inputs(decision_parser)
         for reply in replies:
-            first = _parse(decision_parser, reply)
+            first = inputs.parse(reply)
             for attempt in attempts:
-                again = _parse(decision_parser, reply)
+                again = inputs.parse(reply)
+                if first is None or again is None:
+                    break
                 found = mismatch(first, again, f"parse #{attempt}")
                 assert found is None, (
                     f"parsing the same reply again gave a different decision: {found}\n"
                     f"on {short(reply, 300)}"
                 )
+        inputs.done()
 
     async def test_recognises_its_action_sample(
         self, decision_parser: DecisionParser, parser_samples: ParserSamples
@@ -369,7 +435,7 @@ class DecisionParserContract(ContractBase):
         that answers ``InvalidDecision`` to everything is total and deterministic but useless.
         """
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
-        _parse_sample(decision_parser, samples.action_reply, "action_reply", Action)
+        _Inputs(decision_parser).sample(samples.action_reply, "action_reply", Action)
 
     async def test_invalid_reply_gets_feedback(
         self, decision_parser: DecisionParser, parser_samples: ParserSamples
@@ -381,8 +447,8 @@ class DecisionParserContract(ContractBase):
         ``parse_failed_repeatedly``.
         """
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
-        decision = _parse_sample(
-            decision_parser, samples.invalid_reply, "invalid_reply", InvalidDecision
+        decision = _Inputs(decision_parser).sample(
+            samples.invalid_reply, "invalid_reply", InvalidDecision
         )
         assert decision.feedback.strip() != "", (
             f"the feedback for an invalid reply is blank ({decision.feedback!r}): the model "
@@ -408,7 +474,7 @@ class DecisionParserContract(ContractBase):
                     "environment completion signal), or give the parser a final-answer form"
                 ),
             )
-        _parse_sample(decision_parser, samples.final_reply, "final_reply", FinalAnswer)
+        _Inputs(decision_parser).sample(samples.final_reply, "final_reply", FinalAnswer)
 
     async def test_action_is_serialisable(
         self, decision_parser: DecisionParser, parser_samples: ParserSamples
@@ -423,12 +489,14 @@ class DecisionParserContract(ContractBase):
         long padding).
         """
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
-        decision = _parse_sample(decision_parser, samples.action_reply, "action_reply", Action)
+        inputs = _Inputs(decision_parser)
+        decision = inputs.sample(samples.action_reply, "action_reply", Action)
         _assert_survives_the_log(decision, samples.action_reply)
         for reply in _hard_replies(samples):
-            variant = _parse(decision_parser, reply)
+            variant = inputs.parse(reply)
             if isinstance(variant, Action):
                 _assert_survives_the_log(variant, reply)
+        inputs.done()
 
     async def test_is_deterministic_across_processes(
         self, decision_parser: DecisionParser, parser_samples: ParserSamples

@@ -32,7 +32,13 @@ from polyloop.testing._sample_records import started
 from polyloop.testing._shapes import mismatch
 from polyloop.types import Action, ActionIntent, ModelCallIntent, Record
 
-__all__ = ["CrashFindings", "crash_findings", "reopen_problems", "run_crash_probe"]
+__all__ = [
+    "CrashFindings",
+    "CrashProbeCannotRun",
+    "crash_findings",
+    "reopen_problems",
+    "run_crash_probe",
+]
 
 RUNS_PER_ROUND = 3
 #: (kind, amount) of the interleaved rounds: kill right after that many acknowledged calls, or
@@ -82,6 +88,11 @@ class CrashFindings:
     batches: bool = False
 
 
+class CrashProbeCannotRun(Exception):
+    """No writer process could open the store, before any kill: the probe saw nothing to judge
+    (a store that only the process which created it may open). The message says why."""
+
+
 def _child_env() -> dict[str, str]:
     """The parent's environment, with its ``sys.path`` so the factory imports the same way."""
     paths = [entry or os.getcwd() for entry in sys.path]
@@ -121,28 +132,33 @@ async def _run_writer(
         factory,
         str(directory),
         json.dumps(plan),
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=_child_env(),
         start_new_session=True,  # its writers too are in its process group: one kill ends all
     )
+    assert process.stdin is not None
     assert process.stdout is not None
     assert process.stderr is not None
     errors = asyncio.ensure_future(process.stderr.read())
     acked = [0] * len(plan)
-    ended = "no round ended"
+    ended, opened = "no round ended", False
     try:
         async with asyncio.timeout(_PROBE_BOUND_S):
             while raw := await process.stdout.readline():
                 words = raw.decode("utf-8", "replace").split()
                 if words[:1] == ["ack"]:
                     acked[int(words[1])] = int(words[2]) + 1
+                elif words[:1] == ["opened"]:
+                    opened = True
                 elif words[:1] == ["end"]:
                     ended = " ".join(words)
                     if words[2] != "killed":
                         break
                     await on_round(int(words[1]), acked[int(words[1])])
+                    process.stdin.write(b"go\n")  # the writer is dead and the probe has read
+                    await process.stdin.drain()
                 elif words == ["done"]:
                     return
     except TimeoutError:
@@ -155,6 +171,12 @@ async def _run_writer(
             _kill_group(process)
         await process.wait()
         text = (await errors).decode("utf-8", "replace")
+    if not opened:  # one line, the exception: it becomes the reason of a skip
+        raised = text.strip().splitlines()[-1:] or ["nothing on its standard error"]
+        raise CrashProbeCannotRun(
+            f"the writer process could not open the store through the factory, before any "
+            f"kill (exit code {process.returncode}): {raised[0]}"
+        )
     raise RuntimeError(_writer_failure(plan, ended, text, process.returncode))
 
 
@@ -344,7 +366,8 @@ async def run_crash_probe(factory: str, directory: Path) -> CrashFindings:
     """Run every round of :func:`crash_plan` in one writer process, then reopen and judge.
 
     The writer forks one child per round (one interpreter start for the whole probe); each
-    child is killed at its round's point. Then one store, opened here, reads every round's runs.
+    child is killed at its round's point. Then a store opened here reads that round's runs
+    and is closed before the next round starts; at the end one more appends to every run.
     """
     open_factory = _crash_writer.load_factory(factory)
     findings = CrashFindings()
@@ -354,36 +377,50 @@ async def run_crash_probe(factory: str, directory: Path) -> CrashFindings:
     finally:
         await close_store(store)
     plan = crash_plan(lambda count: fresh_run_ids(count), findings.batches)
-    opened: list[Any] = []
     later: list[tuple[str, tuple[Record, ...], str]] = []
 
     async def check(number: int, acked_calls: int) -> None:
-        # Read while the next round writes; every write of the probe's own waits for the end
-        # (a store that keeps a lock after a call, as one that never commits, would hold up the
-        # writer). The store is opened once, after the first kill: a reopened store.
+        # Read only once the round's writer is dead and before the next one starts (a store may
+        # let one process at a time open its data), through a store opened anew each round.
         spec, at = plan[number], _describe(plan[number], number)
-        if not opened:
-            try:
-                opened.append(await open_store(open_factory, directory))
-            except Exception as error:  # e.g. StoreCorrupted: the kill broke the whole store
-                problem = _reopen_failure(spec, at, error)
-                findings.atomicity.append(problem)
-                findings.durability.append(problem)
-                raise _Abandon from error
-        runs = await _check_round(opened[0], spec, acked_calls, findings, at)
+        store = await _reopen(open_factory, directory, findings, spec, at)
+        try:
+            runs = await _check_round(store, spec, acked_calls, findings, at)
+        finally:
+            await close_store(store)
         later.extend((run_id, log, at) for run_id, log in runs)
         findings.rounds += 1
 
     try:
         await _run_writer(factory, directory, plan, check)
-        for run_id, log, at in later:
-            await _append_next(opened[0], run_id, log, findings, at)
+        if later:
+            store = await _reopen(
+                open_factory, directory, findings, plan[-1], "after the last round"
+            )
+            try:
+                for run_id, log, at in later:
+                    await _append_next(store, run_id, log, findings, at)
+            finally:
+                await close_store(store)
     except _Abandon:
         pass
-    finally:
-        for store in opened:
-            await close_store(store)
     return findings
+
+
+async def _reopen(
+    open_factory: Callable[[Path], Any],
+    directory: Path,
+    findings: CrashFindings,
+    spec: dict[str, Any],
+    at: str,
+) -> Any:
+    try:
+        return await open_store(open_factory, directory)
+    except Exception as error:  # e.g. StoreCorrupted: the kill broke the whole store
+        problem = _reopen_failure(spec, at, error)
+        findings.atomicity.append(problem)
+        findings.durability.append(problem)
+        raise _Abandon from error
 
 
 class _Abandon(Exception):

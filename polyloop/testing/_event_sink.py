@@ -31,6 +31,7 @@ from polyloop.testing._base import (
     unverifiable_promise,
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
+from polyloop.testing._raised import raised_by_the_implementation
 from polyloop.testing._sample_records import started
 from polyloop.testing._samples import EventSinkSamples
 from polyloop.testing._shapes import SHORT, mismatch, short
@@ -243,7 +244,18 @@ def _delivery_problems(emitted: Sequence[Event], delivered: Sequence[Event]) -> 
 
 
 async def _emit(sink: EventSink, event: Event) -> None:
-    result: object = await sink.emit(event)  # type: ignore[func-returns-value]
+    try:
+        result: object = await sink.emit(event)  # type: ignore[func-returns-value]
+    except Exception:
+        raise
+    except BaseException as error:  # a SystemExit: name the event, not just "SystemExit: 2"
+        if not raised_by_the_implementation(error):
+            raise
+        detail = (
+            f"emit() of the event of run {event.run_id!r} at sequence {event.sequence} "
+            f"({type(event.record).__name__}) raised {exception_text(error, limit=SHORT)}"
+        )
+        pytest.fail(detail, pytrace=False)
     assert result is None, f"emit() must return None, returned {short(result)}"
 
 

@@ -56,9 +56,9 @@ class ActionSamples:
       non-zero, the query has a syntax error). Your executor must report it ``executed`` with a
       non-empty observation: an action's own error is something the model can correct.
 
-    Optional: ``refused``, ``break_environment``, ``break_lasts``, ``restore_environment`` and
-    ``echo`` each turn a promise from ``unverifiable`` into checked; the ``more_*`` ones widen
-    checked promises:
+    Optional: ``refused``, ``break_environment``, ``break_lasts``, ``restore_environment``,
+    ``echo`` and ``keeps_printing`` each turn a promise from ``unverifiable`` into checked;
+    the ``more_*`` ones widen checked promises:
 
     * ``refused`` — an action your executor must refuse without running it (an unknown tool,
       arguments that fail the schema): ``status_trigger_conditions`` demands ``not_executed``.
@@ -84,12 +84,20 @@ class ActionSamples:
     * ``more_refused`` — more actions to refuse (needs ``refused``): missing or extra
       arguments, a wrong argument type, a second unknown name; each must be ``not_executed``.
     * ``echo`` — ``def echo(text: str) -> Action``: an action whose whole observation, when
-      nothing is cut, is exactly ``text`` (for a code executor ``print(text, end="")``, for a
-      tool executor an echo tool). ``truncated_chars_counts_what_was_cut`` then echoes texts of
+      nothing is cut, is exactly ``text``: for a code executor, code that writes the text with
+      nothing added, ``import sys; sys.stdout.write(text)`` (not ``print(text, end="")``: a
+      sandbox's own ``print`` may ignore ``end`` and add a newline); for a tool executor, or a
+      sandbox that cannot reach ``sys.stdout``, an echo tool that returns its argument
+      unchanged. ``truncated_chars_counts_what_was_cut`` then echoes texts of
       non-ASCII characters and checks that ``observation_truncated_chars`` is the number of
       characters of the text the observation does not show. ``truncates_at`` (needs ``echo``)
       is your executor's observation cap in characters, if it has one: the texts then lie just
       under, at and past it, so the cutting path itself is checked.
+    * ``keeps_printing`` — ``def keeps_printing(marker: str) -> Action``: an action that
+      writes ``marker`` on a line of its own about every 10 ms for at least 3 s (e.g.
+      ``for _ in range(300): print(marker, flush=True); time.sleep(0.01)``).
+      ``cancelled_action_does_not_leak`` cancels it mid-way, then runs ``executes_cleanly``
+      back to back for a second: no observation may show the marker.
 
     None may touch a real external side effect (delete files, send requests, spend money):
     the suite really runs them and interrupts one, leaving it half done.
@@ -106,6 +114,7 @@ class ActionSamples:
     more_refused: Sequence[Action] = ()
     echo: Callable[[str], Action] | None = None
     truncates_at: int | None = None
+    keeps_printing: Callable[[str], Action] | None = None
 
     def __post_init__(self) -> None:
         _require("ActionSamples", "executes_cleanly", self.executes_cleanly, Action)
@@ -118,7 +127,7 @@ class ActionSamples:
                 "ActionSamples.more_refused needs refused (the first action to refuse); with "
                 "never_refuses=True there is nothing to refuse"
             )
-        for name in ("restore_environment", "echo"):
+        for name in ("restore_environment", "echo", "keeps_printing"):
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise TypeError(

@@ -52,4 +52,8 @@ class TestJupyterExecutorContract(ActionExecutorContract):
             executes_but_errors=Action(text="1 / 0"),
             never_refuses=True,
             break_environment=kill_the_kernel,
+            keeps_printing=lambda marker: Action(
+                text=f"import time\nfor _ in range(300):\n    print({marker!r}, flush=True)\n"
+                "    time.sleep(0.01)"
+            ),
         )

@@ -70,4 +70,8 @@ class TestPythonExecutorContract(ActionExecutorContract):
             restore_environment=restore_the_workdir,
             echo=lambda text: Action(text=f"print({text!r}, end='')"),
             truncates_at=CAP,
+            keeps_printing=lambda marker: Action(
+                text=f"import time\nfor _ in range(300):\n    print({marker!r}, flush=True)\n"
+                "    time.sleep(0.01)"
+            ),
         )

@@ -5,7 +5,8 @@ closes that connection, after which the tools raise ``ToolEnvironmentError`` and
 must return ``env_error`` until ``restore_environment`` opens it again. The failing samples
 raise ``KeyError``, ``TypeError``, ``ValueError`` and ``AttributeError`` in the tools' own code
 (all ``executed``); the refused ones name no such tool or break the published schema (all
-``not_executed``); ``echo`` runs through the executor's observation cap.
+``not_executed``); ``echo`` runs through the executor's observation cap; ``ticker`` is the long
+action the cancelled-action probe cancels mid-way.
 """
 
 from __future__ import annotations
@@ -48,6 +49,13 @@ class Constants:
         await self.lookup("pi")
         return text
 
+    async def ticker(self, marker: str) -> str:
+        """Prints ``marker`` every 10 ms for 3 s (the cancelled-action probe's long action)."""
+        for _ in range(300):
+            print(marker)
+            await asyncio.sleep(0.01)
+        return marker
+
     def close(self) -> None:
         self.open = False
 
@@ -87,6 +95,7 @@ class TestToolExecutorContract(ActionExecutorContract):
                 _tool("describe", constants.describe, key=key, digits={"type": "integer"}),
                 _tool("unit", constants.unit, key=key),
                 _tool("echo", constants.echo, text={"type": "string"}),
+                _tool("ticker", constants.ticker, marker={"type": "string"}),
             ]
         )
         return ToolExecutor(registry, max_observation_chars=CAP)
@@ -120,4 +129,5 @@ class TestToolExecutorContract(ActionExecutorContract):
             restore_environment=reopen_the_connection,
             echo=lambda text: call("echo", text=text),
             truncates_at=CAP,
+            keeps_printing=lambda marker: call("ticker", marker=marker),
         )

@@ -31,6 +31,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import io
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -487,3 +489,84 @@ CAUGHT: dict[str, frozenset[str]] = {
 }
 #: The correct twins: the new kit finds nothing wrong with them.
 CORRECT = ("ToolboxExecutor", "ConnectedToolboxExecutor")
+
+
+class ExitsOnUnknownKey(ToolboxExecutor):
+    """Its ``lookup`` tool is a command-line tool called in-process: on a key it does not know
+    it exits with status 2 (``argparse``'s ``choices``), and ``SystemExit`` is no ``Exception``
+    — it escapes ``execute()``."""
+
+    async def run(self, session: ToolSession, name: str, args: dict[str, Any]) -> ActionOutcome:
+        if name == "lookup" and args.get("key") not in ("pi", "e"):
+            self.release(session)
+            raise SystemExit(2)
+        return await super().run(session, name, args)
+
+
+# --------------------------------------------------------------------------- issue 30: cancel
+
+
+class _Stopped(BaseException):
+    """Raised by a cancelled action's print: not an Exception, so its own code cannot catch it."""
+
+
+class ThreadedPythonExecutor:
+    """Correct: runs Python code in a worker thread (``asyncio.to_thread``) with a sandbox
+    ``print`` that writes into this action's own buffer; once the action is cancelled its
+    ``print`` raises, ending the code at its next line of output."""
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        buffer, cancelled = io.StringIO(), threading.Event()
+
+        def sandbox_print(*values: object, sep: str = " ", end: str = "\n", **_: object) -> None:
+            if cancelled.is_set():
+                raise _Stopped
+            buffer.write(sep.join(str(value) for value in values) + end)
+
+        try:
+            await asyncio.to_thread(_run_code, action.text, sandbox_print, buffer)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return _outcome(ActionStatus.EXECUTED, buffer.getvalue())
+
+
+def _run_code(code: str, sandbox_print: Callable[..., None], buffer: io.StringIO) -> None:
+    try:
+        exec(code, {"print": sandbox_print})
+    except _Stopped:
+        pass
+    except Exception as exc:  # the action's own error: the model reads it
+        buffer.write(f"{type(exc).__name__}: {exc}")
+
+
+class SharedOutputThreadedExecutor:
+    """Keeps the output buffer on the executor, swapped for a fresh one at the start of each
+    action, and a ``print`` that writes into whichever buffer is current: a cancelled action
+    runs on in its thread, and its output lands in the next action's observation."""
+
+    def __init__(self) -> None:
+        self._output = io.StringIO()
+
+    def _print(self, *values: object, sep: str = " ", end: str = "\n", **_: object) -> None:
+        self._output.write(sep.join(str(value) for value in values) + end)
+
+    async def execute(self, action: Action) -> ActionOutcome:
+        self._output = io.StringIO()
+        await asyncio.to_thread(_run_code, action.text, self._print, self._output)
+        return _outcome(ActionStatus.EXECUTED, self._output.getvalue())
+
+
+def keeps_printing(marker: str) -> Action:
+    """Prints ``marker`` every 10 ms for 3 s."""
+    return Action(
+        text=f"import time\nfor _ in range(300):\n    print({marker!r})\n    time.sleep(0.01)"
+    )
+
+
+THREADED_SAMPLES = ActionSamples(
+    executes_cleanly=Action(text="print(6 * 7)"),
+    executes_but_errors=Action(text="1 / 0"),
+    never_refuses=True,
+    keeps_printing=keeps_printing,
+)

@@ -17,7 +17,10 @@ promise start fast.
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import hashlib
+import io
 from collections import defaultdict
 
 from polyloop.types import Action, FinalAnswer, InvalidDecision, ModelReply, ParsedReply
@@ -251,3 +254,39 @@ class PrintsWhileParsing(PicksTheFirstDistinct):
     def parse(self, reply: ModelReply) -> ParsedReply:
         print(f"parsing {len(reply.text)} characters")
         return super().parse(reply)
+
+
+# --------------------------------------------------------------------------- issue 30
+
+
+class ReadsOptionsWithArgparse(ReferenceParser):
+    """Reads the command's options with ``argparse``, which calls ``sys.exit(2)`` on arguments
+    it does not expect (a second call in the same reply): ``SystemExit`` escapes ``parse()``."""
+
+    def __init__(self) -> None:
+        self.options = argparse.ArgumentParser(prog="ACT", add_help=False)
+        self.options.add_argument("program")
+        self.options.add_argument("-l", action="store_true")
+        self.options.add_argument("-a", action="store_true")
+
+    def parse(self, reply: ModelReply) -> ParsedReply:
+        decision = super().parse(reply)
+        if not isinstance(decision, Action):
+            return decision
+        with contextlib.redirect_stderr(io.StringIO()):  # argparse prints its usage there
+            options = self.options.parse_args(decision.text.split())
+        return Action(
+            text=decision.text,
+            tool_name=options.program,
+            tool_args={"long": options.l, "all": options.a},
+        )
+
+
+class ReadsOptionsWithArgparseSafely(ReadsOptionsWithArgparse):
+    """The correct twin: argparse's exit is turned into feedback."""
+
+    def parse(self, reply: ModelReply) -> ParsedReply:
+        try:
+            return super().parse(reply)
+        except SystemExit:
+            return InvalidDecision(feedback=f"{FEEDBACK} One call, options -l and -a only.")

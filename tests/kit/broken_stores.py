@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import sqlite3
@@ -645,3 +646,44 @@ class IndexedBeforeTheFence(MemoryStore):
 
     def commit_now(self, run_id: str, records: Sequence[Record], *, sequence: int) -> bool:
         return False  # the loop then awaits append_many, which indexes first
+
+
+# --------------------------------------------------------------------------- issue #30
+# Stores that let one process at a time open their data (DuckDB, an embedded database with a
+# lock on its file): a store is not required to serve several processes at once, so the crash
+# probe must neither blame them for it nor call them conformant when it could not run.
+
+
+class OneProcessAtATime(LineFileStore):
+    """Correct, and one process at a time: holds an exclusive POSIX lock (``lockf``) on its
+    directory's lock file while open, as DuckDB does on its database file. Objects in the
+    same process share the lock (POSIX locks belong to the process); another process that
+    opens the store while one has it open gets ``OSError``."""
+
+    def __init__(self, directory: Path | str) -> None:
+        super().__init__(directory)
+        self._lock_file: int | None = os.open(self.directory / "store.lock", os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.lockf(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            os.close(self._lock_file)
+            raise OSError(f"the store in {self.directory} is open in another process") from error
+
+    async def aclose(self) -> None:
+        if self._lock_file is not None:
+            os.close(self._lock_file)  # releases the lock (a killed process's goes with it)
+            self._lock_file = None
+
+
+class OwnedByOneProcess(LineFileStore):
+    """Correct, and never opened by a second process: the first process that opens the data
+    owns it for good (a store served by a server inside the application's process). The crash
+    probe cannot run a writer on it: the two crash promises are unverifiable, with the reason."""
+
+    def __init__(self, directory: Path | str) -> None:
+        super().__init__(directory)
+        owner = self.directory / "owner"
+        if not owner.exists():
+            owner.write_text(str(os.getpid()))
+        if owner.read_text() != str(os.getpid()):
+            raise OSError(f"the store in {self.directory} belongs to process {owner.read_text()}")

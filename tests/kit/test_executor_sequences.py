@@ -26,6 +26,7 @@ _NEW_OPT_INS = frozenset(
         "environment_recovers_when_restored",
         "every_call_returns_env_error_while_broken",
         "truncated_chars_counts_what_was_cut",
+        "cancelled_action_does_not_leak",
     }
 )
 #: What the tightened promises catch with only the samples the old kit knew.
@@ -234,3 +235,40 @@ def test_mcp_executor_returns_env_error_on_every_call_after_its_server_died(
     pytester.makepyfile(test_mcp=_MCP)
     result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-k", "while_broken")
     result.assert_outcomes(passed=1)
+
+
+def test_a_sample_wrong_before_any_break_is_blamed_on_its_own_promise_with_the_whole_history(
+    pytester: pytest.Pytester,
+) -> None:
+    # Issue 30: an executor that runs what it should refuse was reported as "does not recover
+    # with its environment" — its refused samples were judged only after the restore, and the
+    # history printed was cut to its last calls.
+    body = "from tests.kit import broken_executors\n\n" + "\n\n".join(
+        subclass_source(
+            f"Test{impl}",
+            ActionExecutorContract.__name__,
+            "action_executor",
+            f"broken_executors.{impl}()",
+            ("action_samples", "broken_executors.SAMPLES"),
+        )
+        for impl in ("RefusesOnlyUnknownNames", "TypeErrorMeansBadArguments")
+    )
+    outcomes = run_sandbox(pytester, body, "-k", "environment_recovers_when_restored")
+    blamed = {
+        "RefusesOnlyUnknownNames": ("more_refused[0]", "action_executor.status_trigger_conditions"),
+        "TypeErrorMeansBadArguments": (
+            "more_executes_but_errors[0]",
+            "action_executor.action_error_is_a_normal_observation_not_an_env_error",
+        ),
+    }
+    for impl, (sample, promise) in blamed.items():
+        got = outcomes[(f"Test{impl}", "test_environment_recovers_when_restored")]
+        assert got.outcome == "failed", impl
+        assert f"before any break, execute(action_samples.{sample}) came back" in got.longrepr
+        assert promise in got.longrepr, got.longrepr
+        assert "does not recover" not in got.longrepr, got.longrepr
+        # every call so far, from the first: nothing cut
+        assert "[before any break] executes_cleanly → executed, executes_but_errors → " in (
+            got.longrepr
+        )
+        assert "…" not in got.longrepr

@@ -42,6 +42,7 @@ SPEC_CATALOGUE = {
     "action_executor.environment_recovers_when_restored": "checked",  # with its opt-in sample
     "action_executor.every_call_returns_env_error_while_broken": "checked",  # opt-in sample
     "action_executor.truncated_chars_counts_what_was_cut": "checked",  # with its opt-in sample
+    "action_executor.cancelled_action_does_not_leak": "checked",  # with its opt-in sample
     "action_executor.observation_substitution_happens_in_the_library": "unverifiable",
     "decision_parser.never_raises": "checked",
     "decision_parser.returns_one_of_three_branches": "checked",

@@ -30,6 +30,7 @@ OPT_IN: dict[str, frozenset[str]] = {
             "environment_recovers_when_restored",
             "every_call_returns_env_error_while_broken",
             "truncated_chars_counts_what_was_cut",
+            "cancelled_action_does_not_leak",
         }
     ),
     "event_sink": frozenset({"delivers_each_event_exactly_once"}),
@@ -67,8 +68,12 @@ _NEW_EXECUTOR_OPT_INS = frozenset(
         "environment_recovers_when_restored",
         "every_call_returns_env_error_while_broken",
         "truncated_chars_counts_what_was_cut",
+        "cancelled_action_does_not_leak",
     }
 )
+_NO_LEAK_SAMPLE = frozenset({"cancelled_action_does_not_leak"})
+# The threaded executors give keeps_printing only.
+_NO_BREAK_SAMPLES = (_NEW_EXECUTOR_OPT_INS - _NO_LEAK_SAMPLE) | {"failure_is_a_return_value"}
 _TORN = "is not a prefix of what was appended|raised ValueError"
 CASES: dict[str, SeamCases] = {
     "run_store": SeamCases(
@@ -149,12 +154,14 @@ CASES: dict[str, SeamCases] = {
                 "ToolboxExecutor",
                 "broken_executors.SAMPLES",
                 impl_expr="broken_executors.ToolboxExecutor()",
+                without=_NO_LEAK_SAMPLE,
             ),
             Case(
                 "NeverRecoversAfterRestore",
                 "broken_executors.SAMPLES",
                 {"environment_recovers_when_restored": "does not recover with its environment"},
                 impl_expr="broken_executors.NeverRecoversAfterRestore()",
+                without=_NO_LEAK_SAMPLE,
             ),
             Case(
                 "AnswersFromStaleReplica",
@@ -163,13 +170,30 @@ CASES: dict[str, SeamCases] = {
                 "break_lasts=True)",
                 {"every_call_returns_env_error_while_broken": "came back executed, not env_error"},
                 impl_expr="broken_executors.AnswersFromStaleReplica()",
-                without=frozenset({"environment_recovers_when_restored"}),
+                without=frozenset({"environment_recovers_when_restored"}) | _NO_LEAK_SAMPLE,
+            ),
+            # Issue 30: a cancelled action's output in the next observation.
+            Case(
+                "ThreadedPythonExecutor",
+                "broken_executors.THREADED_SAMPLES",
+                not_applicable=frozenset({"status_trigger_conditions"}),
+                impl_expr="broken_executors.ThreadedPythonExecutor()",
+                without=_NO_BREAK_SAMPLES,
+            ),
+            Case(
+                "SharedOutputThreadedExecutor",
+                "broken_executors.THREADED_SAMPLES",
+                {"cancelled_action_does_not_leak": "the output of a cancelled action leaked"},
+                not_applicable=frozenset({"status_trigger_conditions"}),
+                impl_expr="broken_executors.SharedOutputThreadedExecutor()",
+                without=_NO_BREAK_SAMPLES,
             ),
             Case(
                 "CountsCutBytes",
                 "broken_executors.SAMPLES",
                 {"truncated_chars_counts_what_was_cut": "characters truncated"},
                 impl_expr="broken_executors.CountsCutBytes()",
+                without=_NO_LEAK_SAMPLE,
             ),
         ),
     ),

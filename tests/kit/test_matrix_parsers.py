@@ -37,8 +37,13 @@ class Twin:
 
 
 def _raising(label: str, impl: str, error: str) -> Twin:
-    names = [*_RAISES, "action_is_serialisable"]
-    return Twin(label, impl, {name: f"raised {error}" for name in names})
+    # One cause, one violation (issue 30): never_raises names the reply; the others point at it.
+    same = "same cause as decision_parser.never_raises: parse\\(\\) raised"
+    breaks = {name: f"{same} {error}.* on ModelReply" for name in _RAISES[1:]}
+    breaks["action_is_serialisable"] = f"{same} {error}.* on ModelReply"
+    return Twin(
+        label, impl, {"never_raises": f"parse\\(\\) raised {error}.* on ModelReply"} | breaks
+    )
 
 
 INPUTS: tuple[tuple[Twin, Twin], ...] = (
@@ -65,6 +70,10 @@ INPUTS: tuple[tuple[Twin, Twin], ...] = (
     (
         _raising("OneCallOnly", "OneCallOnly()", "ValueError"),
         Twin("RefusesSecondCall", "RefusesSecondCall()"),
+    ),
+    (
+        _raising("ReadsOptionsWithArgparse", "ReadsOptionsWithArgparse()", "SystemExit: 2"),
+        Twin("ReadsOptionsWithArgparseSafely", "ReadsOptionsWithArgparseSafely()"),
     ),
     (
         Twin(

@@ -21,6 +21,8 @@ written, with one bug, and a twin without that bug that must stay clean:
   ``SyncsBeforeLastWrite`` (twin ``SyncedLineFileStore``), ``RenameWithoutDirectorySync`` (twin
   ``RenamedIntoPlace``), ``WalNormalSqliteStore`` and ``WalOffSqliteStore`` (twin
   ``WalFullSqliteStore``), each caught by ``survives_power_loss`` only.
+* a store one process at a time may open (issue 30) — ``OneProcessAtATime`` must stay clean,
+  not be blamed for the probe reading while a writer has it open.
 """
 
 from __future__ import annotations
@@ -203,6 +205,7 @@ CRASHED = (
         True,
         {"atomic_append": "after the next append at sequence .* reads back"},
     ),
+    _s("OneProcessAtATime", True, {}),
 )
 
 
@@ -350,3 +353,19 @@ def test_every_class_has_two_breakers_beside_a_clean_twin() -> None:
                 and any(s.impl == twin and not s.breaks for s in matrix)
                 for matrix in matrices
             ), f"class {name}: {impl} has no clean {twin} beside it"
+
+
+def test_a_crash_probe_that_cannot_run_is_unverifiable_with_its_reason(
+    pytester: pytest.Pytester,
+) -> None:
+    # A store only the process that created it may open: no writer process can open it, so the
+    # probe judged nothing. Before issue 30 this was reported as two violations.
+    store = _s("OwnedByOneProcess", True, {})
+    outcomes = run_sandbox(
+        pytester, _HEADER + _source(store), "-k", "atomic_append or prefix_durability"
+    )
+    for name in sorted(_CRASH):
+        got = outcomes[("TestOwnedByOneProcess", f"test_{name}")]
+        assert got.outcome == "skipped", f"{name}: {got.outcome}\n{got.longrepr}"
+        assert "cannot be checked here: the crash probe could not run" in got.longrepr, name
+        assert "belongs to process" in got.longrepr, name

@@ -74,9 +74,47 @@ def test_a_stale_equivalent_entry_fails(check: ModuleType, tmp_path: Path) -> No
     assert check.check(_equivalents(tmp_path, RENDER), [reading]) == 1
 
 
-def test_a_timeout_is_a_kill(check: ModuleType, tmp_path: Path) -> None:
-    reading = _results(tmp_path, "report-reading", {RENDER: "timeout"})
+def test_a_timeout_passes_but_is_counted_as_a_timeout_not_as_killed(
+    check: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 30: a mutant whose tests never finished was counted among the killed ones.
+    reading = _results(tmp_path, "report-reading", {RENDER: "timeout", DIFF: "killed"})
     assert check.check(_equivalents(tmp_path), [reading]) == 0
+    out = capsys.readouterr().out
+    assert "polyloop.report: 2 mutants: killed 1, timeout 1" in out
+    assert f"TIMEOUT (counted apart, not as killed): {RENDER}" in out
+
+
+def test_a_kill_in_one_group_outweighs_a_timeout_in_another(
+    check: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reading = _results(tmp_path, "report-reading", {DIFF: "timeout"})
+    slice_ = _results(tmp_path, "slice", {DIFF: "killed"})
+    assert check.check(_equivalents(tmp_path), [reading, slice_]) == 0
+    assert "polyloop.report: 1 mutants: killed 1" in capsys.readouterr().out
+
+
+def _child(tmp_path: Path, *names: str) -> Path:
+    path = tmp_path / "child.txt"
+    path.write_text("# header\n" + "".join(f"{name}  # the child test\n" for name in names))
+    return path
+
+
+def test_a_mutant_killed_in_a_child_is_listed_apart_from_the_equivalents(
+    check: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reading = _results(tmp_path, "report-reading", {RENDER: "survived", DIFF: "killed"})
+    assert check.check(_equivalents(tmp_path), [reading], _child(tmp_path, RENDER)) == 0
+    assert "polyloop.report: 2 mutants: killed 1, killed in a child 1" in capsys.readouterr().out
+    killed_here = _results(tmp_path, "report-reading", {RENDER: "killed"})
+    assert check.check(_equivalents(tmp_path), [killed_here], _child(tmp_path, RENDER)) == 1
+
+
+def test_the_command_line_takes_the_child_list(check: ModuleType, tmp_path: Path) -> None:
+    reading = _results(tmp_path, "report-reading", {RENDER: "survived"})
+    equivalents, child = _equivalents(tmp_path), _child(tmp_path, RENDER)
+    assert check.main(["check", str(equivalents), "--child", str(child), str(reading)]) == 0
+    assert check.main(["check", str(equivalents), str(reading)]) == 1
 
 
 def test_no_result_at_all_is_an_error(check: ModuleType, tmp_path: Path) -> None:

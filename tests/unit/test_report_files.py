@@ -247,6 +247,15 @@ def test_the_environment_counts_xdist_workers_only_when_distributing(
     assert environment["xdist_workers"] == workers
 
 
+def test_the_environment_names_the_os_tersely(monkeypatch: pytest.MonkeyPatch) -> None:
+    # On Linux platform() is the same text terse or not; on macOS and FreeBSD it is not.
+    def platform_of_a_mac(aliased: bool = False, terse: bool = False) -> str:
+        return "macOS-14.5" if terse else "macOS-14.5-arm64-arm-64bit"
+
+    monkeypatch.setattr(platform, "platform", platform_of_a_mac)
+    assert environment_of(_Config())["os"] == "macOS-14.5"  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(("job", "shown"), [(None, None), ("", None), ("shard-2", "shard-2")])
 def test_the_environment_names_the_job_when_given(job: str | None, shown: str | None) -> None:
     environment = environment_of(_Config(job=job))  # type: ignore[arg-type]

@@ -281,6 +281,9 @@ def test_a_file_that_is_not_a_report(tmp_path: Path, content: str, problem: str)
         ("polyloop-conformance/99999", True),
         ("polyloop-conformance/999999", False),  # not a version number: six digits or more
         ("polyloop-conformance/0", False),
+        # this version written with leading zeros: not readable, and not newer either
+        ("polyloop-conformance/02", False),
+        ("polyloop-conformance/00002", False),
     ],
 )
 def test_a_newer_version_is_only_one_with_a_larger_number(
