@@ -364,14 +364,15 @@ class MCPExecutor(AsyncClosing):
 
     A lost session is not kept dead. The call that finds it lost returns ``env_error`` (the
     server's state may be gone with it; the call is not sent again: the tool may have run), and
-    the next call to that server opens a new session (at most
-    ``reconnect_attempts`` tries, each bounded by ``open_timeout_s``, waiting
-    ``reconnect_backoff_s`` before the second and twice as long before each next one), lists its
-    tools again and compares them with the last listing; ``detail["reconnected"]`` records it
-    (``attempts``, and why the old session was ``lost``), and ``detail["tools_changed"]`` what the
-    model would now be shown differently — the call is then checked against the new listing (a
-    tool the server no longer lists is refused, ``not_executed``). While the server stays down every call returns ``env_error`` with ``detail["error"]["kind"]``
-    ``"reconnect_failed"``; ``reconnect_attempts=0`` keeps a lost session dead.
+    the next call to that server opens a new session: at most ``reconnect_attempts`` tries, each
+    bounded by ``open_timeout_s``, waiting ``reconnect_backoff_s`` before the second and twice
+    as long before each next one. It lists the tools again and compares them with the last
+    listing: ``detail["reconnected"]`` records the reconnection (``attempts``, and why the old
+    session was ``lost``), ``detail["tools_changed"]`` what the model would now be shown
+    differently, and the call is checked against the new listing (a tool the server no longer
+    lists is refused, ``not_executed``). While the server stays down every call returns
+    ``env_error`` with ``detail["error"]["kind"]`` ``"reconnect_failed"``;
+    ``reconnect_attempts=0`` keeps a lost session dead.
 
     ``detail`` also holds ``"progress"`` (the call's progress notifications, which also reach
     ``on_progress`` and the current OpenTelemetry span's events live), ``"artifacts"``
