@@ -34,19 +34,19 @@ def test_the_worked_example_keeps_every_promise_it_claims(pytester: pytest.Pytes
     for path in EXAMPLE.glob("*.py"):
         pytester.makepyfile(**{path.stem: path.read_text("utf-8")})
     result = pytester.runpytest_inprocess(*SANDBOX_ARGS, "-rs")
-    result.assert_outcomes(passed=30, skipped=10)
-    assert "30 passed, 10 skipped" in GUIDE.read_text("utf-8")
+    result.assert_outcomes(passed=34, skipped=6)
+    assert "34 passed, 6 skipped" in GUIDE.read_text("utf-8")
     skips = [
         parse_skip_reason(line) or {} for line in result.outlines if line.startswith("SKIPPED")
     ]
     outcomes = [parts.get("outcome", "") for parts in skips]
-    # Unverifiable: the executor's environment (the calculator has none to break or restore)
-    # and its full output (nothing to echo), the store's power-loss durability (no test process
-    # can lose the page cache), and one kept by polyloop. Not applicable: the three inline-commit
-    # promises (the JSON-lines store offers no commit_now) and the run index's (it keeps none).
-    assert sorted(outcomes) == ["not_applicable"] * 4 + ["unverifiable"] * 6
+    # Unverifiable: the store's power-loss durability (no test process can lose the page
+    # cache), and one kept by polyloop; the executor gives every opt-in sample. Not applicable:
+    # the three inline-commit promises (the JSON-lines store offers no commit_now) and the run
+    # index's (it keeps none).
+    assert sorted(outcomes) == ["not_applicable"] * 4 + ["unverifiable"] * 2
     kept = sorted("kept_by" in parts for parts in skips if parts.get("outcome") == "unverifiable")
-    assert kept == [False] * 5 + [True]
+    assert kept == [False, True]
 
 
 def test_the_example_store_bug_the_guide_describes_is_caught(pytester: pytest.Pytester) -> None:
