@@ -28,31 +28,65 @@ from polyloop import (
 )
 
 
+class CalculatorService:
+    """Where the calculator's results come from: in a real deployment a service a network call
+    away, which can be unreachable for a while."""
+
+    def __init__(self) -> None:
+        self.reachable = True
+
+
 class CalculatorExecutor:
-    """Runs ``add`` and ``divide`` tool calls. A division by zero is the tool's own error; a
-    call it cannot make (another tool, arguments other than two numbers ``a`` and ``b``) is
-    refused without running."""
+    """Runs ``add``, ``divide`` and ``echo`` tool calls. A division by zero is the tool's own
+    error; a call it cannot make (another tool, arguments it does not take) is refused without
+    running; an unreachable service is ``env_error``. An observation longer than
+    ``max_observation_chars`` is cut, and the number of characters cut is reported."""
+
+    def __init__(
+        self, service: CalculatorService | None = None, *, max_observation_chars: int = 1_000
+    ) -> None:
+        self.service = service or CalculatorService()
+        self.max_observation_chars = max_observation_chars
 
     async def execute(self, action: Action) -> ActionOutcome:
         args = dict(action.tool_args or {})
-        if action.tool_name not in ("add", "divide"):
-            return ActionOutcome(
-                status=ActionStatus.NOT_EXECUTED, observation=f"no tool {action.tool_name!r}"
-            )
-        if set(args) != {"a", "b"} or not all(_is_number(args[name]) for name in ("a", "b")):
-            # Checked before running: bad arguments are the model's to fix, not a tool error.
-            return ActionOutcome(
-                status=ActionStatus.NOT_EXECUTED,
-                observation=f"{action.tool_name} takes two numbers, a and b; got {args!r}",
-            )
+        refusal = _refusal(action.tool_name, args)
+        if refusal is not None:
+            # Checked before running: bad calls are the model's to fix, not a tool error.
+            return ActionOutcome(status=ActionStatus.NOT_EXECUTED, observation=refusal)
         await asyncio.sleep(0)  # a real calculator service would be a network call away
-        a, b = float(args["a"]), float(args["b"])
-        try:
-            result = a + b if action.tool_name == "add" else a / b
-        except ZeroDivisionError as error:
-            # It ran and failed: the model can read this and correct itself.
-            return ActionOutcome(status=ActionStatus.EXECUTED, observation=f"error: {error!r}")
-        return ActionOutcome(status=ActionStatus.EXECUTED, observation=repr(result))
+        if not self.service.reachable:  # returned, never raised: the run stops cleanly
+            return ActionOutcome(
+                status=ActionStatus.ENV_ERROR, observation="the calculator service is unreachable"
+            )
+        if action.tool_name == "echo":
+            output = args["text"]
+        else:
+            a, b = float(args["a"]), float(args["b"])
+            try:
+                output = repr(a + b if action.tool_name == "add" else a / b)
+            except ZeroDivisionError as error:
+                # It ran and failed: the model can read this and correct itself.
+                output = f"error: {error!r}"
+        shown = output[: self.max_observation_chars]  # characters, not bytes
+        return ActionOutcome(
+            status=ActionStatus.EXECUTED,
+            observation=shown,
+            observation_truncated_chars=len(output) - len(shown),
+        )
+
+
+def _refusal(tool: str | None, args: dict[str, object]) -> str | None:
+    """Why a call cannot be made, or ``None``."""
+    if tool == "echo":
+        if set(args) != {"text"} or not isinstance(args["text"], str):
+            return f"echo takes one string, text; got {args!r}"
+        return None
+    if tool not in ("add", "divide"):
+        return f"no tool {tool!r}"
+    if set(args) != {"a", "b"} or not all(_is_number(args[name]) for name in ("a", "b")):
+        return f"{tool} takes two numbers, a and b; got {args!r}"
+    return None
 
 
 def _is_number(value: object) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from calculator import CalculatorExecutor, CallParser, JsonLinesStore
+from calculator import CalculatorExecutor, CalculatorService, CallParser, JsonLinesStore
 
 from polyloop import Action, ModelReply
 from polyloop.testing import (
@@ -22,23 +22,44 @@ from polyloop.testing import (
 
 class TestCalculatorExecutor(ActionExecutorContract):
     @pytest.fixture
-    def action_executor(self) -> CalculatorExecutor:
-        return CalculatorExecutor()
+    def service(self) -> CalculatorService:
+        return CalculatorService()
 
     @pytest.fixture
-    def action_samples(self) -> ActionSamples:
+    def action_executor(self, service: CalculatorService) -> CalculatorExecutor:
+        return CalculatorExecutor(service, max_observation_chars=1_000)
+
+    @pytest.fixture
+    def action_samples(self, service: CalculatorService) -> ActionSamples:
+        async def take_the_service_down(executor: CalculatorExecutor) -> None:
+            service.reachable = False
+
+        async def bring_the_service_back(executor: CalculatorExecutor) -> None:
+            service.reachable = True
+
         return ActionSamples(
             executes_cleanly=Action(text="add 1 2", tool_name="add", tool_args={"a": 1, "b": 2}),
             executes_but_errors=Action(
                 text="divide 1 0", tool_name="divide", tool_args={"a": 1, "b": 0}
             ),
-            # Optional: an action it must refuse (not_executed) turns one more promise on.
+            # Optional, each turning promises from unverifiable into checked:
+            # an action it must refuse (not_executed), and more of them (bad arguments here);
             refused=Action(text="sqrt 4", tool_name="sqrt", tool_args={"x": 4}),
-            # Optional: more to refuse, each checked the same way (bad arguments here).
             more_refused=(
                 Action(text="add 1", tool_name="add", tool_args={"a": 1}),
                 Action(text="divide one 2", tool_name="divide", tool_args={"a": "one", "b": 2}),
             ),
+            # a hook that breaks its environment, which stays broken (break_lasts) until the
+            # other hook restores it: env_error every call meanwhile, normal service after;
+            break_environment=take_the_service_down,
+            break_lasts=True,
+            restore_environment=bring_the_service_back,
+            # an action whose whole output is the given text, and the executor's cap: the kit
+            # checks what observation_truncated_chars counts, just under, at and past the cap.
+            echo=lambda text: Action(
+                text=f"echo {text}", tool_name="echo", tool_args={"text": text}
+            ),
+            truncates_at=1_000,
         )
 
 

@@ -15,7 +15,7 @@ import pytest_asyncio
 from tool_agent import SCRIPT, build_registry, calculator
 
 import pytest_polyloop
-from polyloop import Action, Message, ModelReply, ToolEnvironmentError
+from polyloop import Action, Message, ModelReply, Tool, ToolEnvironmentError, ToolRegistry
 from polyloop.executors import ToolExecutor
 from polyloop.models import ScriptedModel
 from polyloop.parsers import JsonToolCallParser
@@ -46,10 +46,35 @@ def calculator_connection() -> CalculatorConnection:
     return CalculatorConnection()
 
 
+#: The executor's observation cap, as the agent runs it (``truncates_at`` below).
+OBSERVATION_CAP = 4_096
+
+
+def echo(text: str) -> str:
+    return text
+
+
+#: A tool only the tests add: its whole output is its input, so the kit can count what the
+#: executor cuts (truncated_chars_counts_what_was_cut).
+ECHO = Tool(
+    name="echo",
+    description="Answer the text unchanged.",
+    parameters={
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+        "additionalProperties": False,
+    },
+    func=echo,
+    replayable=True,
+)
+
+
 @pytest_polyloop.seam("action_executor", samples="tool_samples")
 @pytest.fixture
 def tool_executor(calculator_connection: CalculatorConnection) -> ToolExecutor:
-    return ToolExecutor(build_registry(calculator_connection.calculate))
+    tools = ToolRegistry([*build_registry(calculator_connection.calculate), ECHO])
+    return ToolExecutor(tools, max_observation_chars=OBSERVATION_CAP)
 
 
 @pytest.fixture
@@ -91,6 +116,10 @@ def tool_samples(calculator_connection: CalculatorConnection) -> ActionSamples:
         # The connection stays closed until this hook opens it again: then the executor must
         # serve again (environment_recovers_when_restored).
         restore_environment=reopen_the_connection,
+        # An action whose whole output is the text, and the cap: the kit checks the count of
+        # characters cut just under, at and past it.
+        echo=lambda text: Action(text=f"echo {text}", tool_name="echo", tool_args={"text": text}),
+        truncates_at=OBSERVATION_CAP,
     )
 
 

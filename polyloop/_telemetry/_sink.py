@@ -51,6 +51,8 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _INPUT_TOKEN_KEYS: Final = ("input_tokens", "prompt_tokens")
 _OUTPUT_TOKEN_KEYS: Final = ("output_tokens", "completion_tokens")
 _DETAIL_CHARS: Final = 16_384  # the executor's detail as JSON, when content is recorded
+#: The sequences of the events whose records a span carries (the kit reads delivery from it).
+_SEQUENCES: Final = "polyloop.event_sequences"
 
 
 # Texts from the run (what the model was told, said and saw): recorded only with capture_content.
@@ -236,10 +238,30 @@ class OpenTelemetrySink:
         self._tracer = trace.get_tracer(_INSTRUMENTATION, tracer_provider=tracer_provider)
         self._runs: dict[str, _RunSpans] = {}
         self._lock = threading.Lock()  # spans and state change together, whatever the thread
+        self._sequence = 0  # the event being handled (under the lock)
 
     async def emit(self, event: Event) -> None:
         with self._lock:
+            self._sequence = event.sequence
             self._handle(event)
+
+    def end_open_spans(self) -> None:
+        """End the spans of every run still open, marked interrupted (its events stopped before
+        ``RunFinished``), so that the span processor exports them — at shutdown, or before
+        reading a stream's spans back. A later event of such a run opens a resumed segment."""
+        with self._lock:
+            for spans in list(self._runs.values()):
+                self._close(
+                    spans, "interrupted: the sink ended its open spans", error_type="interrupted"
+                )
+            self._runs.clear()
+
+    def _mark(self, span: Span) -> None:
+        """Name on ``span`` the event being handled as one it carries (``_SEQUENCES``)."""
+        held = getattr(span, "attributes", None) or {}  # a recording SDK span's, else none
+        earlier = list(held.get(_SEQUENCES, ()))
+        if not earlier or earlier[-1] != self._sequence:
+            span.set_attribute(_SEQUENCES, [*earlier, self._sequence])
 
     def __repr__(self) -> str:
         return f"OpenTelemetrySink(open_runs={len(self._runs)})"
@@ -274,6 +296,7 @@ class OpenTelemetrySink:
         }
         spans = self._open_run(run_id, attributes, _ns(record.started_at))
         spans.registered = _registered(record.parameters)
+        self._mark(spans.run)
 
     def _resume_segment(self, event: Event) -> _RunSpans:
         """The first event of a run this sink has not seen: a resume, maybe in a new process."""
@@ -338,6 +361,7 @@ class OpenTelemetrySink:
             },
             SpanKind.CLIENT,
         )
+        self._mark(spans.chats[index])
 
     def _end_chat(self, spans: _RunSpans, record: ModelReplied) -> None:
         chat = spans.chats.pop(record.step_index, None)
@@ -355,6 +379,7 @@ class OpenTelemetrySink:
         chat.set_attributes(usage_attributes(reply.usage))
         chat.set_attribute("polyloop.response_chars", len(reply.text))
         chat.set_attribute("polyloop.reasoning_chars", len(reply.reasoning))
+        self._mark(chat)
         chat.end()
 
     def _open_tool(self, spans: _RunSpans, record: ActionIntent) -> None:
@@ -374,6 +399,7 @@ class OpenTelemetrySink:
         spans.tools[index] = self._child(
             self._step(spans, index), name, attributes, SpanKind.INTERNAL
         )
+        self._mark(spans.tools[index])
 
     def _complete_step(self, spans: _RunSpans, completed: StepCompleted) -> None:
         index = completed.step.step_index
@@ -392,6 +418,7 @@ class OpenTelemetrySink:
             _end(tool, failure)
         del spans.steps[index]
         step_span.set_attributes(self._kept(_step_attributes(completed)))
+        self._mark(step_span)
         _end(step_span, failure)
 
     def _finish_run(self, spans: _RunSpans, record: RunFinished) -> None:
@@ -405,6 +432,7 @@ class OpenTelemetrySink:
             spans.run.set_attribute("polyloop.final_answer", record.final_answer)
         if stop in _ERROR_STOPS:
             _fail(spans.run, f"the run stopped {stop.value}", stop.value)
+        self._mark(spans.run)
         finished_ns = _ns(record.finished_at) or time.time_ns()
         spans.run.end(end_time=max(finished_ns, spans.started_ns))
 

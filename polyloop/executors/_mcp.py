@@ -50,6 +50,8 @@ _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # joined to a tool name
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
 _PROGRESS_KEPT = 100  # progress notifications kept in one outcome's detail (the last ones)
 _MESSAGE_CHARS = 500  # a server's message in a detail is cut here
+_MAX_ATTEMPTS = 100  # reconnect_attempts: more would keep one call waiting for minutes
+_MAX_BACKOFF_S = 60.0
 
 #: ``on_progress(tool, progress, total, message)``: a live progress notification of a call,
 #: called on the event loop that called ``execute()``.
@@ -72,6 +74,8 @@ def _cut(text: str) -> str:
 # JSON-RPC codes (mcp_types.jsonrpc): the server refused the call, so the tool did not run
 _INVALID_PARAMS, _METHOD_NOT_FOUND = -32602, -32601
 _CONNECTION_CLOSED, _REQUEST_TIMEOUT = -32000, -32001
+#: The failures that leave the session unusable: the next call opens a new one.
+_BROKEN = frozenset({"transport", "connection_closed"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +143,17 @@ class _Member:
     connection: Connection | None = None
     listed: list[mcp_types.Tool] = field(default_factory=list)
     seen_changes: int = 0  # the connection's tool_list_changes when `listed` was fetched
+    broke: str | None = None  # why the last call found the connection broken (→ reconnect)
+    _lock: asyncio.Lock | None = None  # taken by a reconnection; one per event loop
+    _lock_loop: asyncio.AbstractEventLoop | None = None
+
+    def lock(self) -> asyncio.Lock:
+        """The lock a reconnection holds, so that concurrent calls open one session, not several
+        (made anew for each event loop: a lock serves the loop it was first used on)."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock_loop is not loop:
+            self._lock, self._lock_loop = asyncio.Lock(), loop
+        return self._lock
 
     def exposed(self, name: str) -> str:
         """The name the model is shown for this server's tool ``name``."""
@@ -270,6 +285,28 @@ def _checked_auth(value: object) -> object:
     return value
 
 
+def _checked_attempts(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_ATTEMPTS:
+        raise ValueError(
+            f"reconnect_attempts must be an int in [0, {_MAX_ATTEMPTS}] (0: never reconnect), "
+            f"got {value!r}"
+        )
+    return value
+
+
+def _checked_backoff(value: object) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= _MAX_BACKOFF_S  # NaN fails both comparisons
+    ):
+        raise ValueError(
+            f"reconnect_backoff_s must be a number of seconds in [0, {_MAX_BACKOFF_S:g}], "
+            f"got {value!r}"
+        )
+    return float(value)
+
+
 def _checked_prefix(prefix: object) -> str:
     if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
         raise ValueError(
@@ -291,6 +328,8 @@ class _Options(TypedDict, total=False):
     call_timeouts_s: Mapping[str, float] | None
     artifacts_dir: str | os.PathLike[str] | None
     on_progress: OnProgress | None
+    reconnect_attempts: int
+    reconnect_backoff_s: float
 
 
 class MCPExecutor(AsyncClosing):
@@ -321,6 +360,18 @@ class MCPExecutor(AsyncClosing):
       other JSON-RPC error, or a transport failure. ``detail["error"]`` says which. Returned,
       never raised.
 
+    A lost session is not kept dead. The call that finds it lost returns ``env_error`` (the
+    server's state may be gone with it; the call is not sent again: the tool may have run), and
+    the next call to that server opens a new session: at most ``reconnect_attempts`` tries, each
+    bounded by ``open_timeout_s``, waiting ``reconnect_backoff_s`` before the second and twice
+    as long before each next one. It lists the tools again and compares them with the last
+    listing: ``detail["reconnected"]`` records the reconnection (``attempts``, and why the old
+    session was ``lost``), ``detail["tools_changed"]`` what the model would now be shown
+    differently, and the call is checked against the new listing (a tool the server no longer
+    lists is refused, ``not_executed``). While the server stays down every call returns
+    ``env_error`` with ``detail["error"]["kind"]`` ``"reconnect_failed"``;
+    ``reconnect_attempts=0`` keeps a lost session dead.
+
     ``detail`` also holds ``"progress"`` (the call's progress notifications, which also reach
     ``on_progress`` and the current OpenTelemetry span's events live), ``"artifacts"``
     (the files written) and ``"tools_changed"`` (the tool list the server changed since the
@@ -342,6 +393,8 @@ class MCPExecutor(AsyncClosing):
         on_progress: OnProgress | None = None,
         headers: Mapping[str, str] | None = None,
         auth: object = None,
+        reconnect_attempts: int = 3,
+        reconnect_backoff_s: float = 0.2,
     ) -> None:
         _require_sdk()
         if (headers is not None or auth is not None) and not isinstance(server, str):
@@ -353,6 +406,8 @@ class MCPExecutor(AsyncClosing):
             headers=_checked_headers(headers),
             auth=_checked_auth(auth),
             call_timeouts_s=_checked_call_timeouts(call_timeouts_s),
+            reconnect_attempts=_checked_attempts(reconnect_attempts),
+            reconnect_backoff_s=_checked_backoff(reconnect_backoff_s),
         )
         self.server = server
         self.read_timeout_s = endpoint.read_timeout_s
@@ -541,8 +596,62 @@ class MCPExecutor(AsyncClosing):
         if refusal is not None:
             return self._outcome(ActionStatus.NOT_EXECUTED, refusal.text, detail, refusal=refusal)
         assert action.tool_name is not None
+        member, _ = self._current().routes[action.tool_name]
+        if member.broke is not None:
+            failed = await self._reconnect(member, detail)
+            if failed is not None:
+                return failed
+            refusal = self._refusal(action)  # against the tools the new session listed
+            if refusal is not None:
+                text = refusal.text
+                return self._outcome(ActionStatus.NOT_EXECUTED, text, detail, refusal=refusal)
         member, name = self._current().routes[action.tool_name]
         return await self._call(member, name, action, detail)
+
+    async def _reconnect(self, member: _Member, detail: dict[str, Any]) -> ActionOutcome | None:
+        """Open a new session to a server whose session was lost: up to ``reconnect_attempts``
+        tries, waiting ``reconnect_backoff_s`` (doubled each time) between them; its tools are
+        listed again and compared. ``None`` once connected (``detail["reconnected"]`` says so),
+        else the ``env_error`` outcome to return."""
+        async with member.lock():
+            why = member.broke
+            if why is None:  # another call reconnected while this one waited
+                return None
+            assert member.connection is not None
+            await member.connection.close()  # the old session's thread (and child) end
+            endpoint, last = member.endpoint, ""
+            for attempt in range(1, endpoint.reconnect_attempts + 1):
+                if attempt > 1:
+                    await asyncio.sleep(endpoint.reconnect_backoff_s * 2 ** (attempt - 2))
+                connection = Connection(endpoint)
+                try:
+                    member.listed = await connection.open()
+                except Exception as exc:  # open() left nothing running
+                    last = exception_text(exc)
+                    continue
+                member.connection, member.broke = connection, None
+                member.seen_changes = connection.tool_list_changes
+                detail["reconnected"] = {"attempts": attempt, "lost": _cut(why)}
+                changed = self._listed_again()
+                if changed is not None:
+                    earlier = detail.get("tools_changed", {})  # a refresh before this call
+                    detail["tools_changed"] = {
+                        k: sorted({*earlier.get(k, ()), *v}) for k, v in changed.items()
+                    }
+                _LOGGER.info("MCP server %s: reconnected (attempt %d)", member, attempt)
+                return None
+        tried = endpoint.reconnect_attempts
+        failed = f"{tried} attempts to reconnect failed, the last: {last}" if tried else ""
+        text = f"MCP server {member}: the connection was lost ({why}); " + (
+            failed or "reconnecting is off (reconnect_attempts=0)"
+        )
+        detail["error"] = {
+            "kind": "reconnect_failed",
+            "attempts": tried,
+            "lost": _cut(why),
+            "message": _cut(last),
+        }
+        return self._outcome(ActionStatus.ENV_ERROR, text, detail)
 
     async def _call(
         self, member: _Member, name: str, action: Action, detail: dict[str, Any]
@@ -563,6 +672,8 @@ class MCPExecutor(AsyncClosing):
             return self._outcome(ActionStatus.ENV_ERROR, why, progress.into(detail))
         except Exception as exc:
             failure = _failure(exc, name, member.connection)
+            if failure.detail["kind"] in _BROKEN:  # not retried (the tool may have run): the
+                member.broke = failure.why  # next call reconnects
             key = "refusal" if failure.status is ActionStatus.NOT_EXECUTED else "error"
             detail[key] = failure.detail
             text = f"MCP server {member}: {failure.why}"
@@ -628,6 +739,11 @@ class MCPExecutor(AsyncClosing):
                     member,
                     exception_text(exc),
                 )
+        return self._listed_again()
+
+    def _listed_again(self) -> dict[str, Any] | None:
+        """Rebuild :attr:`registry` from each server's last ``tools/list``; what changed for the
+        model (``None``: nothing)."""
         before = self._current()
         after = _listing(self._members, refuse_collisions=False, warned=before.skipped)
         self._listing = after

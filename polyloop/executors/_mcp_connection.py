@@ -53,6 +53,8 @@ class Endpoint:
     headers: Mapping[str, str] | None = None
     auth: object = None  # an httpx2.Auth, as the SDK's HTTP transport takes it
     call_timeouts_s: Mapping[str, float] = field(default_factory=dict)
+    reconnect_attempts: int = 3  # connections tried, one after the other, when this one is lost
+    reconnect_backoff_s: float = 0.2  # the wait before the second attempt, doubled after each
 
     def call_timeout_s(self, tool: str) -> float | None:
         return self.call_timeouts_s.get(tool, self.read_timeout_s)

@@ -13,7 +13,6 @@ import asyncio
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
 from hypothesis import example, given
@@ -36,6 +35,7 @@ from polyloop.testing._sample_records import started
 from polyloop.testing._samples import EventSinkSamples
 from polyloop.testing._shapes import SHORT, mismatch, short
 from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
+from polyloop.testing._span_delivery import span_delivery_problems
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -182,7 +182,7 @@ _READ_BACK_LINE = (
 _DELIVERY_PROMISE = "under concurrent emits each event is delivered exactly once and intact"
 
 
-def _read_back_or_skip(samples: object) -> Any:
+def _read_back_or_skip(samples: object) -> EventSinkSamples:
     if samples is None:
         unverifiable(
             promise=_DELIVERY_PROMISE,
@@ -193,14 +193,14 @@ def _read_back_or_skip(samples: object) -> Any:
             ),
         )
     checked = require_samples(samples, EventSinkSamples, "sink_samples")
-    if checked.read_back is None:
+    if checked.delivers_nothing:
         not_applicable(
             promise=_DELIVERY_PROMISE,
             why="EventSinkSamples(delivers_nothing=True) declares that the sink discards every "
             "event by design",
             verify_yourself="use a sink that delivers events where they must arrive",
         )
-    return checked.read_back
+    return checked
 
 
 def _delivery_problems(emitted: Sequence[Event], delivered: Sequence[Event]) -> list[str]:
@@ -364,13 +364,15 @@ class EventSinkContract(ContractBase):
         across an ``await`` loses the events emitted meanwhile; one that re-sends its last batch
         on flush delivers them twice; one that cuts long messages or encodes with
         ``errors="replace"`` delivers a different event than the run recorded — and each of them
-        returns ``None`` from every ``emit``. Checked when ``sink_samples`` gives a ``read_back``:
+        returns ``None`` from every ``emit``. Checked when ``sink_samples`` gives a ``read_back``
+        (or, for a sink whose far end is spans, a ``read_back_spans``: then each event must be
+        carried by exactly one exported span, with the fields the span keeps unchanged):
         each example emits, all at once over four runs, events with every hand-picked field text
         (lone surrogates, CJK, emoji, combining marks, control characters), a 300 KiB step and
         drawn events of every kind (some up to 1 MiB), then reads the delivery back: every event
         is there once, equal to what was emitted, field for field and type for type.
         """
-        read_back = _read_back_or_skip(sink_samples)
+        checked = _read_back_or_skip(sink_samples)
         require_seam(event_sink, "event_sink", "emit", "async emit(event) -> None")
         events = _delivery_batch(drawn)
         async with asyncio.timeout(_DELIVERY_TIMEOUT_S):
@@ -382,8 +384,21 @@ class EventSinkContract(ContractBase):
             f"{len(failures)} of {len(events)} concurrent emits raised (not delivered); first: "
             f"{exception_text(failures[0], limit=SHORT)}"
         )
+        if checked.read_back_spans is not None:
+            async with asyncio.timeout(_DELIVERY_TIMEOUT_S):
+                spans: object = await checked.read_back_spans(event_sink)
+            assert isinstance(spans, Sequence), (
+                f"sink_samples.read_back_spans must return a list of spans, got {short(spans)}"
+            )
+            problems = span_delivery_problems(events, spans)
+            assert not problems, (
+                f"{len(events)} events emitted at once, read back as spans through "
+                "sink_samples.read_back_spans:\n" + "\n".join(problems)
+            )
+            return
+        assert checked.read_back is not None
         async with asyncio.timeout(_DELIVERY_TIMEOUT_S):
-            got: object = await read_back(event_sink)
+            got: object = await checked.read_back(event_sink)
         wrong = f"sink_samples.read_back must return a list of polyloop Event, got {short(got)}"
         assert isinstance(got, Sequence), wrong
         assert all(isinstance(e, Event) for e in got), wrong

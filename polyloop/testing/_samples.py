@@ -310,27 +310,50 @@ class EventSinkSamples:
       delivered them, since the sink was built, each decoded from what reached the far end (read
       the file back, query the collector, take them from a test handler). Flush whatever your
       sink buffers first. Events of other runs may be among them: the suite keeps its own.
+    * ``read_back_spans`` instead, for a sink whose far end is OpenTelemetry spans (one span
+      carries several events and keeps a few fields of each): ``async def read_back_spans(sink)
+      -> list[ReadableSpan]``, the spans it ended since the last call (since it was built, for
+      the first) as an exporter received them — e.g. ``InMemorySpanExporter`` on the sink's
+      provider: end the spans the sink still holds open, take ``get_finished_spans()``, then
+      ``clear()`` it. Each span names the events it carries in
+      the attribute ``polyloop.event_sequences`` (their sequences, an int array) and its run in
+      ``polyloop.run_id`` (on itself or an ancestor); every event must be carried by exactly
+      one span, no span may arrive twice, and each attribute a span keeps of a record's field
+      (``polyloop.goal``, ``polyloop.step.<field>``, … — the contract-kit reference lists them)
+      must equal that field.
     * ``delivers_nothing=True`` instead declares that your sink discards every event by design
       (``NullSink``): the promise is then ``not_applicable``.
     """
 
     read_back: Callable[[Any], Awaitable[Sequence[Any]]] | None = None
+    read_back_spans: Callable[[Any], Awaitable[Sequence[Any]]] | None = None
     delivers_nothing: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.delivers_nothing, bool):
             raise TypeError("EventSinkSamples.delivers_nothing must be a bool")
-        if self.read_back is None:
-            if not self.delivers_nothing:
-                raise ValueError(
-                    "EventSinkSamples needs read_back=<async function(sink) -> list of Event> "
-                    "(or delivers_nothing=True for a sink that discards every event)"
-                )
-            return
-        if self.delivers_nothing:
-            raise ValueError("EventSinkSamples: give read_back or delivers_nothing=True, not both")
-        if not callable(self.read_back):
-            raise TypeError(
-                "EventSinkSamples.read_back must be an async function taking the sink and "
-                f"returning the events it delivered, got {type(self.read_back).__name__}"
+        given = [
+            name
+            for name in ("read_back", "read_back_spans", "delivers_nothing")
+            if getattr(self, name) not in (None, False)
+        ]
+        if not given:
+            raise ValueError(
+                "EventSinkSamples needs read_back=<async function(sink) -> list of Event> "
+                "(or read_back_spans=<async function(sink) -> list of spans> for a sink whose far "
+                "end is OpenTelemetry spans, or delivers_nothing=True for a sink that discards "
+                "every event)"
             )
+        if len(given) > 1:
+            raise ValueError(
+                "EventSinkSamples: give one of read_back, read_back_spans and "
+                f"delivers_nothing=True, not {'both' if len(given) == 2 else 'all three'} "
+                f"({' and '.join(given)})"
+            )
+        for name, what in (("read_back", "events"), ("read_back_spans", "spans")):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise TypeError(
+                    f"EventSinkSamples.{name} must be an async function taking the sink and "
+                    f"returning the {what} it delivered, got {type(value).__name__}"
+                )

@@ -1,13 +1,13 @@
 """JupyterExecutor keeps every ActionExecutor promise of the contract kit (a real ipykernel).
 
 Like PythonExecutor it has no refusal path (any text is code to run), declared with
-``never_refuses``; its environment is broken by killing the kernel from outside between two
+``never_refuses``. Its environment is broken by killing the kernel from outside between two
 actions and moving its working directory away: the next ``execute`` must return ``env_error``
 (the kernel's state is lost), and the ones after it, which cannot start a kernel there, must
-return too. Each promise starts a kernel of its own (about a second), so the samples that
-would cost more kernel starts — ``restore_environment`` (two), ``echo`` (one) — and the extra
-failing actions PythonExecutor already gives for the same code path are left out of this
-main-job module; ``tests/kit/test_executor_sequences.py`` checks ``echo`` through the cap.
+return ``env_error`` too — the break lasts (``break_lasts``) until ``restore_environment`` moves
+the directory back, after which the executor starts a new kernel. ``echo`` writes its text to
+standard output without a newline (``sys.stdout.write``, not ``print``'s ``end``, which an
+executor may ignore), against a cap of ``_CAP`` characters (``truncates_at``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,22 @@ async def kill_the_kernel(executor: JupyterExecutor) -> None:
     os.rename(executor.cwd, executor.cwd + ".away")
 
 
+async def move_the_directory_back(executor: JupyterExecutor) -> None:
+    """Undo ``kill_the_kernel``: a new kernel can start in the working directory again."""
+    assert executor.cwd is not None
+    os.rename(executor.cwd + ".away", executor.cwd)
+
+
+def echo(text: str) -> Action:
+    """Code whose whole output is ``text``; the value of the last line is ``None``, so the
+    kernel shows no result after it."""
+    return Action(text=f"import sys\n_ = sys.stdout.write({text!r})\nNone")
+
+
+#: The observation cap of the executor (``truncates_at``).
+_CAP = 4_096
+
+
 class TestJupyterExecutorContract(ActionExecutorContract):
     @pytest_asyncio.fixture
     async def action_executor(  # type: ignore[override]  # pytest types a fixture as an object
@@ -42,7 +58,9 @@ class TestJupyterExecutorContract(ActionExecutorContract):
     ) -> AsyncIterator[JupyterExecutor]:
         workdir = tmp_path / "kernel"
         workdir.mkdir()
-        async with JupyterExecutor("python3", timeout_s=10, cwd=workdir) as executor:
+        async with JupyterExecutor(
+            "python3", timeout_s=10, cwd=workdir, max_observation_chars=_CAP
+        ) as executor:
             yield executor
 
     @pytest.fixture
@@ -56,4 +74,8 @@ class TestJupyterExecutorContract(ActionExecutorContract):
                 text=f"import time\nfor _ in range(300):\n    print({marker!r}, flush=True)\n"
                 "    time.sleep(0.01)"
             ),
+            break_lasts=True,  # no kernel starts until the directory is back
+            restore_environment=move_the_directory_back,
+            echo=echo,
+            truncates_at=_CAP,
         )

@@ -5,67 +5,88 @@ Each executor is opened once per module by a pytest-asyncio fixture and closed b
 fixture's teardown: in another task than the one that opened it, and in another event loop than
 the promises use — the task-ownership trap an adapter over the SDK falls into.
 
-The opt-ins: ``refused`` is a call the executor must not send (an unknown tool over stdio,
-arguments that break the published schema over HTTP); ``break_environment`` kills the server
-process from outside (SIGKILL). That promise gets an executor and a server of its own, so the
-kill cannot reach the shared ones the other promises use.
+The opt-ins are complete, as a downstream user should give them: ``refused`` is a call the
+executor must not send (an unknown tool over stdio, arguments that break the published schema
+over HTTP); ``echo`` calls the server's ``echo`` tool against a cap of ``_CAP`` characters;
+``break_environment`` takes the server down from outside for as long as the test likes — over
+HTTP by killing it, over stdio, where the executor starts the server itself, by killing it
+behind a gate no new server process passes (``tests/integration/mcp_control.py``) — so the break
+lasts (``break_lasts``) until ``restore_environment`` brings the server back, after which the
+executor reconnects. The promises that break the environment get an executor and a server of
+their own, so the break cannot reach the shared ones the other promises use.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
-from polyloop import Action, ActionStatus
+from polyloop import Action
 from polyloop.executors import MCPExecutor
 from polyloop.testing import ActionExecutorContract, ActionSamples
-from tests.conftest import mcp_http_server, mcp_stdio_command, require_mcp
+from tests.conftest import mcp_stdio_command, require_mcp
+from tests.integration.mcp_control import Server
 
 require_mcp()
 
-#: The promise whose hook kills the server: it must not kill a shared one.
-_KILLS_THE_SERVER = "test_failure_is_a_return_value"
+#: The promises whose hooks take the server down: they must not reach a shared one.
+_BREAKS = frozenset(
+    {
+        "test_failure_is_a_return_value",
+        "test_every_call_returns_env_error_while_broken",
+        "test_environment_recovers_when_restored",
+    }
+)
+#: The observation cap of every executor here (``truncates_at``).
+_CAP = 4_096
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def stdio_executor() -> AsyncIterator[MCPExecutor]:
     command, *args = mcp_stdio_command()
-    async with MCPExecutor.stdio(command, args) as executor:
+    async with MCPExecutor.stdio(command, args, max_observation_chars=_CAP) as executor:
         yield executor
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def http_executor(mcp_http_url: str) -> AsyncIterator[MCPExecutor]:
-    async with MCPExecutor.http(mcp_http_url) as executor:
+    async with MCPExecutor.http(mcp_http_url, max_observation_chars=_CAP) as executor:
         yield executor
 
 
-def _dead(pid: int) -> bool:
-    """Whether ``pid`` is gone or a zombie (killed, not yet reaped by its parent)."""
+class _Control:
+    """The server a breaking promise's executor talks to (``None`` for the shared ones)."""
+
+    server: Server | None = None
+
+    async def down(self, executor: MCPExecutor) -> None:
+        assert self.server is not None, "only the breaking promises get the hooks called"
+        await self.server.down(executor)
+
+    async def up(self, executor: MCPExecutor) -> None:
+        assert self.server is not None, "only the breaking promises get the hooks called"
+        await self.server.up()
+
+
+@pytest.fixture
+def control() -> _Control:
+    return _Control()
+
+
+async def _own_executor(
+    control: _Control, transport: str, tmp_path: Path
+) -> AsyncIterator[MCPExecutor]:
+    server = control.server = Server(transport, tmp_path / "down")
+    await server.up()
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-
-
-async def kill_the_server(executor: MCPExecutor) -> None:
-    """Ask the server its process id, then kill it from outside and wait until it is dead."""
-    outcome = await executor.execute(Action(text="pid", tool_name="pid", tool_args={}))
-    assert outcome.status is ActionStatus.EXECUTED, outcome
-    pid = int(outcome.observation)
-    assert pid != os.getpid()
-    os.kill(pid, signal.SIGKILL)
-    for _ in range(1000):  # SIGKILL is delivered asynchronously
-        if _dead(pid):
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"the MCP server {pid} outlived SIGKILL by 10 s")
+        options = {"max_observation_chars": _CAP, "reconnect_backoff_s": 0.05}
+        async with server.executor(**options) as executor:
+            yield executor
+    finally:
+        server.stop()
 
 
 def _call(name: str, **args: object) -> Action:
@@ -80,47 +101,57 @@ _MORE_REFUSED = (
 )
 
 
-def _samples(refused: Action, *more_refused: Action) -> ActionSamples:
+def _samples(control: _Control, refused: Action, *more_refused: Action) -> ActionSamples:
     return ActionSamples(
         executes_cleanly=Action(text="lookup pi", tool_name="lookup", tool_args={"key": "pi"}),
         # the tool runs and reports an error (isError): executed, the model can correct it
         executes_but_errors=Action(text="lookup tau", tool_name="lookup", tool_args={"key": "tau"}),
         refused=refused,
         more_refused=(*more_refused, *_MORE_REFUSED),
-        break_environment=kill_the_server,
+        break_environment=control.down,
+        break_lasts=True,  # the server stays down until restore_environment
+        restore_environment=control.up,
+        echo=lambda text: _call("echo", text=text),
+        truncates_at=_CAP,
     )
 
 
 class TestMCPExecutorOverStdioContract(ActionExecutorContract):
     @pytest_asyncio.fixture
     async def action_executor(  # type: ignore[override]  # pytest types a fixture as an object
-        self, request: pytest.FixtureRequest, stdio_executor: MCPExecutor
+        self,
+        request: pytest.FixtureRequest,
+        stdio_executor: MCPExecutor,
+        control: _Control,
+        tmp_path: Path,
     ) -> AsyncIterator[MCPExecutor]:
-        if request.node.originalname != _KILLS_THE_SERVER:
+        if request.node.originalname not in _BREAKS:
             yield stdio_executor
             return
-        command, *args = mcp_stdio_command()
-        async with MCPExecutor.stdio(command, args) as executor:
+        async for executor in _own_executor(control, "stdio", tmp_path):
             yield executor
 
     @pytest.fixture
-    def action_samples(self) -> ActionSamples:
-        return _samples(_call("delete", key="pi"), _call("add", a=1, b=5000))
+    def action_samples(self, control: _Control) -> ActionSamples:
+        return _samples(control, _call("delete", key="pi"), _call("add", a=1, b=5000))
 
 
 class TestMCPExecutorOverHttpContract(ActionExecutorContract):
     @pytest_asyncio.fixture
     async def action_executor(  # type: ignore[override]  # pytest types a fixture as an object
-        self, request: pytest.FixtureRequest, http_executor: MCPExecutor
+        self,
+        request: pytest.FixtureRequest,
+        http_executor: MCPExecutor,
+        control: _Control,
+        tmp_path: Path,
     ) -> AsyncIterator[MCPExecutor]:
-        if request.node.originalname != _KILLS_THE_SERVER:
+        if request.node.originalname not in _BREAKS:
             yield http_executor
             return
-        with mcp_http_server() as (url, _):
-            async with MCPExecutor.http(url) as executor:
-                yield executor
+        async for executor in _own_executor(control, "http", tmp_path):
+            yield executor
 
     @pytest.fixture
-    def action_samples(self) -> ActionSamples:
+    def action_samples(self, control: _Control) -> ActionSamples:
         # b lies in [-1000, 1000] in the published schema: the call must not be sent
-        return _samples(_call("add", a=1, b=5000), _call("delete", key="pi"))
+        return _samples(control, _call("add", a=1, b=5000), _call("delete", key="pi"))

@@ -8,7 +8,8 @@ token. Its tools have
 pydantic-typed parameters of every shape the executor must publish and check: ``Optional``,
 defaults, enums, nested models, ``Field`` bounds. Some tools exist to break things on purpose:
 ``fail`` reports a tool error (``isError``), ``nap`` sleeps past a read timeout, ``crash`` kills
-the server process in the middle of a call, ``remember`` leaves a side effect the resume test
+the server process in the middle of a call, ``echo`` answers its text unchanged,
+``remember`` leaves a side effect the resume test
 counts, ``count`` reports progress, ``grow`` adds a tool and says the tool list changed,
 ``revoke`` makes the server refuse the token it accepted so far.
 """
@@ -162,6 +163,12 @@ def attachments() -> list[ContentBlock | Audio]:
 def refuse(code: int) -> str:
     """Answer with a JSON-RPC error ``code`` instead of a tool result (a refusing server)."""
     raise MCPError(code=code, message=f"refused with code {code}")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Answer ``text`` unchanged (the kit counts what the executor cuts of it)."""
+    return text
 
 
 @server.tool()

@@ -308,15 +308,24 @@ async def test_a_call_past_the_read_timeout_is_an_env_error_and_the_session_goes
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_server_killed_during_a_call_is_an_env_error_and_so_is_every_later_call(
+async def test_a_server_killed_during_a_call_is_an_env_error_and_the_next_call_reconnects(
     transport: str,
 ) -> None:
+    """Over stdio the executor starts the server again (a new process: its state is gone, which
+    the killed call said with env_error); over HTTP nobody restarts it, so the next call is an
+    env_error too (``test_mcp_reconnect.py`` brings a server back)."""
     async with server_for(transport) as executor:
         killed = await call(executor, "crash")
         later = await call(executor, "lookup", key="pi")
 
     assert killed.status is ActionStatus.ENV_ERROR
-    assert later.status is ActionStatus.ENV_ERROR
+    assert later.detail is not None
+    if transport == "stdio":
+        assert later.status is ActionStatus.EXECUTED
+        assert later.detail["reconnected"]["attempts"] == 1
+    else:
+        assert later.status is ActionStatus.ENV_ERROR
+        assert later.detail["error"]["kind"] == "reconnect_failed"
 
 
 @pytest.mark.asyncio

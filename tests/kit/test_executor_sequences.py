@@ -204,31 +204,33 @@ def test_jupyter_executor_counts_what_it_cuts_and_stays_broken(pytester: pytest.
 _MCP = """
 import pytest
 import pytest_asyncio
-from polyloop import Action
-from polyloop.executors import MCPExecutor
 from polyloop.testing import ActionExecutorContract
-from tests.conftest import mcp_stdio_command
-from tests.contract.test_mcp_executor_contract import _call, _samples
-import dataclasses
+from tests.contract.test_mcp_executor_contract import _Control, _call, _samples
+from tests.integration.mcp_control import Server
 
 class TestMCPOverStdio(ActionExecutorContract):
+    @pytest.fixture
+    def control(self):
+        return _Control()
+
     @pytest_asyncio.fixture
-    async def action_executor(self):
-        command, *args = mcp_stdio_command()
-        async with MCPExecutor.stdio(command, args) as executor:
+    async def action_executor(self, control, tmp_path):
+        server = control.server = Server("stdio", tmp_path / "down")
+        await server.up()
+        async with server.executor(reconnect_backoff_s=0.05) as executor:
             yield executor
 
     @pytest.fixture
-    def action_samples(self):
-        return dataclasses.replace(_samples(_call("delete", key="pi")), break_lasts=True)
+    def action_samples(self, control):
+        return _samples(control, _call("delete", key="pi"))
 """
 
 
-def test_mcp_executor_returns_env_error_on_every_call_after_its_server_died(
+def test_mcp_executor_returns_env_error_on_every_call_while_its_server_is_down(
     pytester: pytest.Pytester,
 ) -> None:
-    """MCPExecutor opens once: after its server was killed every call returns env_error (the
-    main job leaves break_lasts out: the promise would need one more server per transport)."""
+    """MCPExecutor reconnects after a lost session, but while its server cannot start (killed
+    behind a gate) every call returns env_error: the session it tries to open fails."""
     from tests.conftest import require_extra
 
     require_extra("mcp")

@@ -253,6 +253,7 @@ async def test_tool_and_step_spans_carry_the_tool_call_and_the_step_record():
         "polyloop.action": "search cats",
         "polyloop.action_status": "executed",
         "polyloop.env_reported_completion": False,
+        "polyloop.event_sequences": (3,),  # the ActionIntent it carries
     }
     assert attrs(lookup)["polyloop.action_status"] == "not_executed"
     assert lookup.status.description == "lookup is disabled"
