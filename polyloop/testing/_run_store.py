@@ -366,7 +366,7 @@ class RunStoreContract(ContractBase):
         self, run_store: RunStore, program: list[tuple[int, str, str]]
     ) -> None:
         """Under any interleaving of starts, appends (right and wrong ``sequence``), finishes,
-        reads and ``run_ids()`` over several runs, every answer matches ``MemoryStore``'s.
+        reads and ``run_ids()`` over several runs, every answer matches the reference's.
 
         The other store promises check one rule at a time on one or two runs; a harness drives
         many runs through one store at once. A store whose fence is shared between runs, that
@@ -375,7 +375,9 @@ class RunStoreContract(ContractBase):
         through. Each example takes three runs through start, work, finish, late writes and a
         second start, interleaved and at drawn wrong sequences, and compares every answer —
         accepted, or the exception type (``RunAlreadyExists`` before ``RunAlreadyFinished``
-        before ``RunConflict``) — each log and the run list with the reference store.
+        before ``RunConflict``) — each log and the run list with the reference: the kit's own
+        model of the append rules, which shares no code with the bundled stores (a bug in their
+        shared rules would otherwise be in the reference too).
         """
         _check_store(run_store)
         comparison = StoreComparison(run_store)
