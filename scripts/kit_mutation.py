@@ -34,6 +34,7 @@ import argparse
 import ast
 import contextlib
 import difflib
+import fnmatch
 import os
 import random
 import shutil
@@ -84,7 +85,7 @@ class Target:
     functions: tuple[str, ...] = ()
     sample: int = 150
     seed: int = 30
-    timeout: float = 120.0
+    timeout: float = 300.0
     min_score: float = 0.95
 
 
@@ -125,7 +126,7 @@ def load_targets(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, Target]
             functions=tuple(entry.get("functions", ())),
             sample=int(entry.get("sample", 150)),
             seed=int(entry.get("seed", 30)),
-            timeout=float(entry.get("timeout", 120.0)),
+            timeout=float(entry.get("timeout", 300.0)),
             min_score=float(entry.get("min_score", 0.95)),
         )
     return targets
@@ -463,11 +464,11 @@ def baseline(target: Target, source: str, slot: _Slot, logs: Path) -> float:
     return result.seconds
 
 
-def run_target(target: Target, slots: Sequence[_Slot], logs: Path) -> list[Result]:
+def run_target(target: Target, slots: Sequence[_Slot], logs: Path, only: str = "*") -> list[Result]:
     source = (ROOT / target.module).read_text(encoding="utf-8")
     seconds = baseline(target, source, slots[0], logs)
     print(f"{target.name}: baseline {seconds:.1f} s", flush=True)
-    pending = sampled(target, source)
+    pending = [m for m in sampled(target, source) if fnmatch.fnmatchcase(m.name, only)]
     results: list[Result] = []
     total = len(pending)
     while pending or any(slot.pid for slot in slots):
@@ -555,6 +556,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help="targets to run (default: all)")
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("MUTATION_JOBS", "2")))
     parser.add_argument("--sample", type=int, help="override every target's sample size")
+    parser.add_argument(
+        "--mutants", metavar="GLOB", help="judge only the sampled mutants whose name matches"
+    )
     parser.add_argument("--list", action="store_true", help="list targets and mutant counts")
     parser.add_argument("--show", metavar="NAME", help="print one mutant's change")
     parser.add_argument("--results", type=Path, default=ROOT / ".kit-mutation-results")
@@ -576,7 +580,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     try:
         for target in chosen:
-            results = run_target(target, slots, logs)
+            results = run_target(target, slots, logs, args.mutants or "*")
             rows.append((target, report(target, results, listed, args.results)))
     finally:
         for slot in slots:
