@@ -30,7 +30,7 @@ from polyloop.testing._durability import _child_env
 from polyloop.testing._run_ids import fresh_run_ids
 from polyloop.testing._samples import StoreSamples
 from polyloop.testing._shapes import mismatch
-from polyloop.testing._store_child import CHILD_RECORD
+from polyloop.testing._store_child import CHILD_RECORD, CHILD_SOURCE
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -260,8 +260,8 @@ async def _in_one_object(
 async def _second_process(factory: str, directory: str, run_id: str, sequence: int) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        "-m",
-        "polyloop.testing._store_child",
+        "-c",
+        CHILD_SOURCE,
         factory,
         directory,
         run_id,
@@ -275,7 +275,7 @@ async def _second_process(factory: str, directory: str, run_id: str, sequence: i
     if process.returncode != 0 or b"appended" not in out:
         said = err.decode("utf-8", "replace").strip().splitlines()[-5:]
         pytest.fail(
-            f"a second process (python -m polyloop.testing._store_child) opened the store "
+            f"a second process (polyloop.testing._store_child) opened the store "
             f"through {factory!r} after this one had closed it, and could not append at "
             f"sequence {sequence} (exit {process.returncode}): {' / '.join(said)}",
             pytrace=False,
