@@ -22,7 +22,7 @@ the failure and delivery promises on); the skip helpers :func:`unverifiable` /
 interface :class:`PromiseSpec`, :func:`suite_hash`, :data:`BUILTIN_SUITES`,
 :data:`KIT_VERSION`; :class:`SubclassMisuse` (a subclass's bad waiver); the Hypothesis
 strategies in :mod:`polyloop.testing.strategies`; and :class:`RunStoreStateMachine`, which
-drives any store against the reference ``MemoryStore``.
+drives any store against the kit's own model of the append rules.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import uuid
 
 from polyloop._base._run_id import MAX_RUN_ID, RUN_ID_REST
 
-__all__ = ["MAX_RUN_ID", "fresh_run_id", "fresh_run_ids", "unique_run_id"]
+__all__ = ["MAX_RUN_ID", "fresh_run_id", "fresh_run_ids", "numeric_run_ids", "unique_run_id"]
 
 #: The last two characters of the ids of one family, in order: case-only twins first.
 _ENDINGS = ("aB", "Ab", "ab", "AB", "a.", "a-", "a_", "a0", "b9", "Z_", "z-", "0.")
@@ -50,3 +50,11 @@ def unique_run_id(drawn: str) -> str:
     the result stays within 128 characters (a 128-character draw stays 128 long)."""
     suffix = "-" + _token()
     return drawn[: MAX_RUN_ID - len(suffix)] + suffix
+
+
+def numeric_run_ids() -> list[str]:
+    """New run ids that look like numbers and are equal as numbers: a fresh 17-digit integer,
+    with one and two leading zeros, zero-padded to the grammar's 128 characters, and with a
+    ``.0`` (a store that keys, types or compares ids as numbers merges them)."""
+    number = str(_RANDOM.randrange(10**16, 10**17))
+    return [number, "0" + number, "00" + number, number.rjust(MAX_RUN_ID, "0"), number + ".0"]

@@ -36,6 +36,7 @@ from polyloop.testing._base import (
     require_seam,
     samples_hint,
 )
+from polyloop.testing._clock import CLOCKS, wall_clock
 from polyloop.testing._crash_writer import FactoryError, load_factory
 from polyloop.testing._durability import (
     CrashFindings,
@@ -58,7 +59,12 @@ from polyloop.testing._power import (
     missing_for_power_probe,
     power_findings,
 )
-from polyloop.testing._run_ids import fresh_run_id, fresh_run_ids, unique_run_id
+from polyloop.testing._run_ids import (
+    fresh_run_id,
+    fresh_run_ids,
+    numeric_run_ids,
+    unique_run_id,
+)
 from polyloop.testing._sample_records import finished as _finished
 from polyloop.testing._sample_records import started as _started
 from polyloop.testing._samples import StoreSamples
@@ -67,6 +73,7 @@ from polyloop.testing._skips import not_applicable, unverifiable
 from polyloop.testing._stateful import StoreComparison, lifecycle_programs
 from polyloop.testing._store_objects import (
     across_objects,
+    across_processes,
     exclusive_start_across_objects,
     fence_across_objects,
     finish_across_objects,
@@ -289,6 +296,128 @@ def _require_batches(store: RunStore) -> BatchRunStore:
     return store
 
 
+async def _numeric_ids_are_isolated(store: RunStore) -> None:
+    """Run ids that look like numbers and are equal as numbers (``7``, ``07``, ``7.0``) are
+    distinct runs, each listed as the str it was given (issue 30 §1, identity)."""
+    run_ids = numeric_run_ids()
+    for run_id in run_ids:
+        try:
+            await store.append(run_id, _started(run_id, f"numeric {run_id}"), sequence=0)
+        except Exception as error:
+            pytest.fail(
+                f"the start of run {run_id!r} (a run id that looks like a number) raised "
+                f"{type(error).__name__}: {error}; the runs {run_ids} were started in that order "
+                "and are distinct",
+                pytrace=False,
+            )
+    listed = await store.run_ids()
+    for run_id in run_ids:
+        log = await _read(store, run_id)
+        _assert_log_is(
+            log,
+            [_started(run_id, f"numeric {run_id}")],
+            f"run {run_id!r} (a run id that looks like a number, beside {run_ids})",
+        )
+        count = listed.count(run_id) if isinstance(listed, list) else 0
+        assert count == 1, (
+            f"run_ids() lists run {run_id!r} (a run id that looks like a number) {count} times "
+            f"after the runs {run_ids} were started; it lists {short(listed)}"
+        )
+
+
+#: Log lengths around the page and buffer sizes of real code: 1025 is past every page of
+#: 50, 64, 100, 128, 256, 1000 and 1024 records by a partial page, 100 and 101 sit at one.
+_LOG_SIZES = (100, 101, 1025)
+#: Record texts around the line, buffer and column sizes of real code, in characters (the
+#: second half in two-byte characters, so the bytes cross the same sizes twice over).
+_TEXT_SIZES = (0, 1, 255, 4095, 4096, 4097, 65535, 65536, 65537)
+_CHUNK = 64
+
+
+async def _append_in_chunks(store: RunStore, run_id: str, records: Sequence[Record]) -> None:
+    """Appended in batches of 64 when the store has ``append_many``, else one by one."""
+    batches = getattr(store, "append_many", None)
+    if batches is None:
+        await _append_all(store, run_id, records)
+        return
+    for start in range(0, len(records), _CHUNK):
+        await batches(run_id, records[start : start + _CHUNK], sequence=start)
+
+
+async def _read_sized(store: RunStore, run_id: str, what: str) -> RunLog:
+    """``_read``, with an exception out of ``read_log`` named by what the log holds."""
+    try:
+        return await _read(store, run_id)
+    except AssertionError:
+        raise
+    except Exception as error:
+        pytest.fail(
+            f"read_log of {what} raised {type(error).__name__}: {str(error)[:300]}",
+            pytrace=False,
+        )
+
+
+async def _order_at_every_size(store: RunStore) -> None:
+    """Logs longer than any page, and records longer than any buffer, read back whole and in
+    order (issue 30 §1, size)."""
+    for size in _LOG_SIZES:
+        run_id = fresh_run_id()
+        records: list[Record] = [_started(run_id, f"a log of {size} records")]
+        records += [ModelCallIntent(step_index=n, prompt_chars=n) for n in range(size - 1)]
+        await _append_in_chunks(store, run_id, records)
+        what = f"a log of {size} records"
+        _assert_log_is(await _read_sized(store, run_id, what), records, what)
+    run_id = fresh_run_id()
+    big: list[Record] = [_started(run_id, "records of every size")]
+    for letter in ("x", "\u00e9"):
+        big += [ActionIntent(step_index=n, action=Action(text=letter * n)) for n in _TEXT_SIZES]
+    await _append_in_chunks(store, run_id, big)
+    what = f"records whose texts are {_TEXT_SIZES} characters long (one- and two-byte)"
+    _assert_log_is(await _read_sized(store, run_id, what), big, what)
+
+
+async def _order_under_other_clocks(store: RunStore) -> None:
+    """Appends made under other wall clocks, dates and time zones (a clock stepped back, a
+    process in another zone) read back in append order, under yet another clock (issue 30
+    §1, time)."""
+    run_id = fresh_run_id()
+    records: list[Record] = [_started(run_id, "appended under other clocks")]
+    await _append_all(store, run_id, records)
+    for step, (offset, zone, _) in enumerate(CLOCKS):
+        record = ModelCallIntent(step_index=step, prompt_chars=step)
+        with wall_clock(offset, zone):
+            await store.append(run_id, record, sequence=len(records))
+        records.append(record)
+    clocks = "; ".join(what for _, _, what in CLOCKS)
+    for offset, zone, what in (CLOCKS[0], CLOCKS[-1]):
+        with wall_clock(offset, zone):
+            log = await _read(store, run_id)
+        _assert_log_is(
+            log,
+            records,
+            f"records appended under another wall clock each ({clocks}), read {what}",
+        )
+
+
+async def _start_refused_under_other_clocks(store: RunStore, run_id: str) -> None:
+    """A second start is refused however much later, by the wall clock, it comes."""
+    for offset, zone, what in CLOCKS:
+        with wall_clock(offset, zone):
+            try:
+                await store.append(run_id, _started(run_id, "late intruder"), sequence=0)
+            except RunAlreadyExists:
+                continue
+            except Exception as error:
+                raised = f"raised {type(error).__name__}: {error}"
+            else:
+                raised = "was accepted"
+        pytest.fail(
+            f"a second start of run {run_id} under another wall clock ({what}) {raised}; "
+            "it had to raise RunAlreadyExists (a run is never abandoned by the clock)",
+            pytrace=False,
+        )
+
+
 def _assert_log_is(log: RunLog, expected: Sequence[Record], what: str) -> None:
     found = mismatch(tuple(expected), log.records, "records")
     assert found is None, f"{what}: {found}"
@@ -381,6 +510,8 @@ class RunStoreContract(ContractBase):
             records.append(ModelCallIntent(step_index=step, prompt_chars=100 - step))
         await _append_all(run_store, run_id, records)
         _assert_log_is(await _read(run_store, run_id), records, "the log came back reordered")
+        await _order_under_other_clocks(run_store)
+        await _order_at_every_size(run_store)
 
     async def test_runs_are_isolated(self, run_store: RunStore) -> None:
         """Records appended to one run never show up in another's log.
@@ -402,6 +533,7 @@ class RunStoreContract(ContractBase):
         first_records.append(ModelCallIntent(step_index=1, prompt_chars=12))
         _assert_log_is(await _read(run_store, first), first_records, f"run {first}")
         _assert_log_is(await _read(run_store, second), second_records, f"run {second}")
+        await _numeric_ids_are_isolated(run_store)
 
     async def test_concurrent_appends_to_distinct_runs(self, run_store: RunStore) -> None:
         """Appends to different runs may interleave freely; none is lost or misplaced.
@@ -434,7 +566,7 @@ class RunStoreContract(ContractBase):
         self, run_store: RunStore, program: list[tuple[int, str, str]]
     ) -> None:
         """Under any interleaving of starts, appends (right and wrong ``sequence``), finishes,
-        reads and ``run_ids()`` over several runs, every answer matches ``MemoryStore``'s.
+        reads and ``run_ids()`` over several runs, every answer matches the reference's.
 
         The other store promises check one rule at a time on one or two runs; a harness drives
         many runs through one store at once. A store whose fence is shared between runs, that
@@ -443,7 +575,9 @@ class RunStoreContract(ContractBase):
         through. Each example takes three runs through start, work, finish, late writes and a
         second start, interleaved and at drawn wrong sequences, and compares every answer —
         accepted, or the exception type (``RunAlreadyExists`` before ``RunAlreadyFinished``
-        before ``RunConflict``) — each log and the run list with the reference store.
+        before ``RunConflict``) — each log and the run list with the reference: the kit's own
+        model of the append rules, which shares no code with the bundled stores (a bug in their
+        shared rules would otherwise be in the reference too).
         """
         _check_store(run_store)
         comparison = StoreComparison(run_store)
@@ -471,6 +605,7 @@ class RunStoreContract(ContractBase):
             for sequence in (len(records), 0):
                 with pytest.raises(RunAlreadyExists):
                     await run_store.append(run_id, _started(run_id, "intruder"), sequence=sequence)
+            await _start_refused_under_other_clocks(run_store, run_id)
             what = "finished" if finished else "started"
             # Compared with the log as read before, not as appended: "writes nothing" is the
             # promise here, how faithfully a finish reads back is round_trips_every_record_kind's.
@@ -542,6 +677,7 @@ class RunStoreContract(ContractBase):
             "the append at the right sequence after refused ones",
         )
         await across_objects(store_samples, fence_across_objects)
+        await across_processes(store_samples)
 
     async def test_lists_its_runs(self, run_store: RunStore, store_samples: object) -> None:
         """``run_ids()`` returns a list of str that includes a run once its start was appended.

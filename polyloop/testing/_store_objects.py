@@ -11,6 +11,8 @@ on one fresh location and interleave their calls: each object first reads what i
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -24,9 +26,11 @@ from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
 from polyloop.testing import _sample_records
 from polyloop.testing._base import require_samples
 from polyloop.testing._crash_writer import FactoryError, close_store, load_factory, open_store
+from polyloop.testing._durability import _child_env
 from polyloop.testing._run_ids import fresh_run_ids
 from polyloop.testing._samples import StoreSamples
 from polyloop.testing._shapes import mismatch
+from polyloop.testing._store_child import CHILD_RECORD, CHILD_SOURCE
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -38,6 +42,7 @@ from polyloop.types import (
 
 __all__ = [
     "across_objects",
+    "across_processes",
     "exclusive_start_across_objects",
     "fence_across_objects",
     "finish_across_objects",
@@ -200,3 +205,78 @@ async def listing_across_objects(objects: Sequence[Any]) -> None:
                     f"{count} times after the objects started runs {run_ids[: which + 1]} "
                     "(a listing must show every run on the data, whichever object wrote it)"
                 )
+
+
+async def across_processes(samples: object) -> None:
+    """The fence and the reads after a second process wrote (issue 30 §1, place).
+
+    A store object appends and reads (and may cache), and is closed; a second process opens the
+    data through the factory and appends at the right sequence; then a store object of this
+    process — a new one, so the store never has to serve two processes at once — must read the
+    second process's record and refuse an append at the sequence that process used. A cache
+    shared by every object of one process passes the three-object checks and fails here.
+    """
+    if samples is None:
+        return
+    checked = require_samples(samples, StoreSamples, "store_samples")
+    if checked.factory is None:
+        return
+    try:
+        factory = load_factory(checked.factory)
+    except FactoryError as error:
+        pytest.fail(f"store_samples: {error}", pytrace=False)
+    (run_id,) = fresh_run_ids(1)
+    with tempfile.TemporaryDirectory(prefix="polyloop-process-") as directory:
+        records: list[Record] = [_started(run_id), ModelCallIntent(step_index=0, prompt_chars=3)]
+        await _in_one_object(factory, Path(directory), run_id, records)
+        await _second_process(checked.factory, directory, run_id, len(records))
+        records.append(CHILD_RECORD)
+        store = await open_store(factory, Path(directory))
+        try:
+            log = tuple((await store.read_log(run_id)).records)
+            found = mismatch(tuple(records), log, "records")
+            assert found is None, (
+                f"a new store object of this process reads run {run_id} without what a second "
+                f"process appended after this process had read and cached it: {found}"
+            )
+            story = "a second process had appended at that sequence (after this one read it)"
+            await _expect([store], 0, run_id, CHILD_RECORD, 2, RunConflict, story)
+        finally:
+            await close_store(store)
+
+
+async def _in_one_object(
+    factory: Callable[[Path], Any], directory: Path, run_id: str, records: Sequence[Record]
+) -> None:
+    store = await open_store(factory, directory)
+    try:
+        for sequence, record in enumerate(records):
+            await _expect([store], 0, run_id, record, sequence, None, "the log was in order")
+        await store.read_log(run_id)
+    finally:
+        await close_store(store)
+
+
+async def _second_process(factory: str, directory: str, run_id: str, sequence: int) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        CHILD_SOURCE,
+        factory,
+        directory,
+        run_id,
+        str(sequence),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=_child_env(),
+    )
+    out, err = await process.communicate()
+    if process.returncode != 0 or b"appended" not in out:
+        said = err.decode("utf-8", "replace").strip().splitlines()[-5:]
+        pytest.fail(
+            f"a second process (polyloop.testing._store_child) opened the store "
+            f"through {factory!r} after this one had closed it, and could not append at "
+            f"sequence {sequence} (exit {process.returncode}): {' / '.join(said)}",
+            pytrace=False,
+        )

@@ -140,7 +140,7 @@ MATRIX: dict[str, SeamMatrix] = {
             ),
             _b(
                 "EmptyStringBecomesNone",
-                "round_trips_every_record_kind",
+                "round_trips_every_record_kind preserves_append_order",
                 "batches_and_single_appends_interleave_in_order",  # when a reply is drawn
             ),
             _b(
@@ -157,21 +157,24 @@ MATRIX: dict[str, SeamMatrix] = {
             _b(
                 "IgnoresRunId",
                 "runs_are_isolated concurrent_appends_to_distinct_runs lists_its_runs "
-                "round_trips_every_record_kind start_is_exclusive " + _BATCHES,
+                "round_trips_every_record_kind start_is_exclusive preserves_append_order "
+                + _BATCHES,
             ),
             _b("LosesConcurrentAppends", "concurrent_appends_to_distinct_runs"),
             _b("IgnoresSequence", "rejects_out_of_order_sequence"),
             _b("SecondStartReplacesLog", "start_is_exclusive rejects_out_of_order_sequence"),
             _b("AppendsAfterFinish", "finished_run_rejects_records"),
             _b("ConflictBeforeOtherErrors", "start_is_exclusive finished_run_rejects_records"),
-            _b("ListsNoRuns", "lists_its_runs"),
-            _b("RunIdsAsTuple", "lists_its_runs"),
+            # runs_are_isolated lists the runs whose ids look like numbers, too (issue 30).
+            _b("ListsNoRuns", "lists_its_runs runs_are_isolated"),
+            _b("RunIdsAsTuple", "lists_its_runs runs_are_isolated"),
             _b("ReturnsRecordTuple", _READS_BACK + " " + _BATCHES),
             _b("BatchWritesUntilTheBadRecord", "batch_is_atomic"),
             _b("BatchFencesOnlyItsLastRecord", "batch_is_fenced batch_is_atomic"),
             _b(
                 "BatchWrittenBackwards",
-                "batches_and_single_appends_interleave_in_order batch_is_fenced",
+                "batches_and_single_appends_interleave_in_order batch_is_fenced "
+                "preserves_append_order",  # its size probe writes in batches (issue 30)
             ),
         ),
     ),

@@ -72,3 +72,34 @@ def test_a_failure_names_the_call_and_both_answers() -> None:
     assert "run_started" in message
     assert "the reference store raised RunAlreadyExists" in message
     assert "yours raised RunAlreadyFinished" in message
+
+
+def test_the_reference_shares_no_rules_with_the_bundled_stores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bug in the bundled stores' shared append rules (``polyloop.stores._rules``) is caught:
+    the comparison's reference is the kit's own model, not ``MemoryStore`` (which would carry
+    the same bug and agree with it). Here the rules check the sequence before the finish."""
+    from polyloop.errors import RunConflict
+    from polyloop.stores import _rules
+    from polyloop.testing._stateful import StoreComparison
+
+    original = _rules.check_append
+
+    def conflict_first(
+        run_id: str, record: Any, *, sequence: int, length: int, finished: bool
+    ) -> None:
+        if sequence != length:
+            raise RunConflict(f"run {run_id!r}: sequence {sequence}, length {length}")
+        original(run_id, record, sequence=sequence, length=length, finished=finished)
+
+    monkeypatch.setattr(_rules, "check_append", conflict_first)
+
+    async def drive() -> None:
+        comparison = StoreComparison(MemoryStore())
+        await comparison.append(0, "run_started", "right")
+        await comparison.append(0, "run_finished", "right")
+        await comparison.append(0, "action_intent", "ahead")
+
+    with pytest.raises(AssertionError, match="raised RunAlreadyFinished, yours raised RunConflict"):
+        asyncio.run(drive())
