@@ -8,8 +8,9 @@ checked — its run id, its uniqueness, and against the store (:func:`~polyloop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -359,9 +360,7 @@ async def run_many(
     started = time.monotonic()
     grace_s = checked_grace_s(grace_s)
     _check_instrumentation(instrumentation)
-    opened = isinstance(store, str)
-    the_store = open_store(store) if isinstance(store, str) else store
-    try:
+    async with _store_of(store) as the_store:
         checked = plan(
             agent,
             tasks,
@@ -377,8 +376,18 @@ async def run_many(
             replace(checked, job=replace(checked.job, instrumentation=instrumentation))
         )
         return await _drained_on_cancel(vetted, progress, grace_s, started)
+
+
+@contextlib.asynccontextmanager
+async def _store_of(store: RunStore | str) -> AsyncIterator[RunStore]:
+    """``store`` itself, or the store its URL opens, closed on the way out."""
+    if not isinstance(store, str):
+        yield store
+        return
+    opened = open_store(store)
+    try:
+        yield opened
     finally:
-        if opened:
-            aclose = getattr(the_store, "aclose", None)
-            if aclose is not None:
-                await aclose()
+        aclose = getattr(opened, "aclose", None)
+        if aclose is not None:
+            await aclose()

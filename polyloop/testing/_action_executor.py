@@ -253,6 +253,24 @@ def shown_characters(text: str, observation: str) -> int:
     return head + tail
 
 
+def _no_keeps_printing(promise: str) -> None:
+    """``cancelled_action_does_not_leak`` without its sample: unverifiable, saying how to give
+    it."""
+    unverifiable(
+        promise=promise,
+        why=(
+            "the suite cannot write an action that runs for seconds and prints in an "
+            "arbitrary executor's language"
+        ),
+        verify_yourself=(
+            "give ActionSamples(keeps_printing=<function marker -> an Action that "
+            "prints marker on a line of its own every 10 ms or so for at least 3 s>) "
+            "and the kit checks this; or, in a test of your own, cancel such an action "
+            "mid-way and check that the next actions' observations never show its output"
+        ),
+    )
+
+
 async def _call_after_break(
     executor: ActionExecutor, which: str, action: Action, number: int
 ) -> ActionOutcome:
@@ -511,19 +529,7 @@ class ActionExecutorContract(ContractBase):
         samples = require_samples(action_samples, ActionSamples, "action_samples")
         promise = "no output of a cancelled action shows in a later action's observation"
         if samples.keeps_printing is None:
-            unverifiable(
-                promise=promise,
-                why=(
-                    "the suite cannot write an action that runs for seconds and prints in an "
-                    "arbitrary executor's language"
-                ),
-                verify_yourself=(
-                    "give ActionSamples(keeps_printing=<function marker -> an Action that "
-                    "prints marker on a line of its own every 10 ms or so for at least 3 s>) "
-                    "and the kit checks this; or, in a test of your own, cancel such an action "
-                    "mid-way and check that the next actions' observations never show its output"
-                ),
-            )
+            _no_keeps_printing(promise)
         require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         marker = fresh_marker()
         printing = samples.keeps_printing(marker)
