@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -253,7 +253,7 @@ def shown_characters(text: str, observation: str) -> int:
     return head + tail
 
 
-def _no_keeps_printing(promise: str) -> None:
+def _no_keeps_printing(promise: str) -> NoReturn:
     """``cancelled_action_does_not_leak`` without its sample: unverifiable, saying how to give
     it."""
     unverifiable(
