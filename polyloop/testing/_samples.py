@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from polyloop.types import Action, Message, ModelReply
+from polyloop.types import Action, FinalAnswer, InvalidDecision, Message, ModelReply, ParsedReply
 
-__all__ = ["ActionSamples", "EventSinkSamples", "ModelSamples", "ParserSamples", "StoreSamples"]
+__all__ = [
+    "GOLDEN_VARIATIONS",
+    "ActionSamples",
+    "EventSinkSamples",
+    "ModelSamples",
+    "ParserSamples",
+    "StoreSamples",
+]
 
 _FACTORY = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 #: The longest failure bound a suite waits for: the suite must stay bounded.
@@ -158,6 +165,58 @@ class ActionSamples:
             )
 
 
+#: The variations a parser's format may allow around a golden reply (``golden_variations``).
+GOLDEN_VARIATIONS: Mapping[str, str] = {
+    "whitespace": "blank lines before the reply, spaces, tabs and line breaks after it",
+    "prose_before": "a paragraph of prose before the decision",
+    "prose_after": "a paragraph of prose after an action (not after a final answer)",
+    "argument_text": (
+        "a string argument of an action — or, for an action without a tool, its text — that "
+        "appears exactly once in the reply, replaced by any text of letters, digits and spaces"
+    ),
+}
+
+
+def _golden(value: object) -> tuple[tuple[ModelReply, ParsedReply], ...]:
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise TypeError(
+            "ParserSamples.golden must be a sequence of (reply, decision) pairs, "
+            f"got {type(value).__name__}"
+        )
+    pairs = []
+    for index, pair in enumerate(value):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise TypeError(
+                f"ParserSamples.golden[{index}] must be a (reply, decision) pair, got {pair!r:.80}"
+            )
+        reply, decision = pair
+        if isinstance(reply, str):
+            reply = ModelReply(text=reply)
+        _require("ParserSamples", f"golden[{index}][0]", reply, ModelReply)
+        if not isinstance(decision, Action | FinalAnswer | InvalidDecision):
+            raise TypeError(
+                f"ParserSamples.golden[{index}][1] must be the Action, FinalAnswer or "
+                f"InvalidDecision the reply parses to, got {type(decision).__name__}"
+            )
+        pairs.append((reply, decision))
+    return tuple(pairs)
+
+
+def _golden_variations(value: object) -> frozenset[str]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"ParserSamples.golden_variations must be a set of names, got {type(value).__name__}"
+        )
+    names = frozenset(value)
+    unknown = sorted(map(repr, names - set(GOLDEN_VARIATIONS)))
+    if unknown:
+        raise ValueError(
+            f"ParserSamples.golden_variations: unknown {', '.join(unknown)}; known: "
+            f"{', '.join(sorted(GOLDEN_VARIATIONS))}"
+        )
+    return names
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParserSamples:
     """Replies in the format your parser reads.
@@ -174,12 +233,25 @@ class ParserSamples:
       the test process's ``sys.path``); called with no arguments it returns your parser,
       configured like the one your fixture returns. The suite parses the same replies in child
       processes started with different ``PYTHONHASHSEED`` values and compares the results.
+
+    Optional, to have ``parses_golden_samples`` checked:
+
+    * ``golden`` — ``(reply, decision)`` pairs (a reply may be given as its text): what each
+      reply must parse to, exactly. An ``Action`` or ``FinalAnswer`` must come back equal,
+      field for field and type for type; an ``InvalidDecision`` by branch only (its feedback
+      wording is yours). Give one pair per form your format has.
+    * ``golden_variations`` — the names of :data:`GOLDEN_VARIATIONS` your format allows: the
+      kit then builds each variation of each golden reply at every boundary size and demands
+      the same decision (with ``argument_text``, the argument replaced — in the action's
+      text too, where the text shows the value once).
     """
 
     action_reply: ModelReply
     invalid_reply: ModelReply
     final_reply: ModelReply | None = None
     factory: str | None = None
+    golden: Sequence[tuple[ModelReply | str, ParsedReply]] = ()
+    golden_variations: Iterable[str] = frozenset()
 
     def __post_init__(self) -> None:
         _require("ParserSamples", "action_reply", self.action_reply, ModelReply)
@@ -192,6 +264,10 @@ class ParserSamples:
                 "ParserSamples.factory must name an importable callable as "
                 f"'package.module:callable' (it takes no arguments), got {self.factory!r}"
             )
+        object.__setattr__(self, "golden", _golden(self.golden))
+        object.__setattr__(self, "golden_variations", _golden_variations(self.golden_variations))
+        if self.golden_variations and not self.golden:
+            raise ValueError("ParserSamples.golden_variations vary golden replies: give golden")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
