@@ -20,7 +20,7 @@ from tests.kit._sandbox import run_sandbox
 
 OPT_IN: dict[str, frozenset[str]] = {
     # Its breakers and their twins: test_matrix_parsers.py.
-    "decision_parser": frozenset({"is_deterministic_across_processes"}),
+    "decision_parser": frozenset({"is_deterministic_across_processes", "parses_golden_samples"}),
     "run_store": frozenset({"atomic_append", "prefix_durability"}),
     "model_client": frozenset({"failure_is_an_exception"}),
     "action_executor": frozenset(
