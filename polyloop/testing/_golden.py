@@ -41,6 +41,8 @@ GOLDEN_SIZES: tuple[int, ...] = (
     1,
     *(n + d for n in (64, 100, 128, 256, 1000, 1024, 4096, 16384, 65536) for d in (-1, 0, 1)),
 )
+_LARGE = 4_097
+_FEW_SIZES = frozenset({0, 1, 64, 65, 1024, 1025, 4096, 4097})
 #: Letters, digits and spaces of 1 to 4 UTF-8 bytes each: a size in characters lands on a
 #: different size in bytes (and UTF-16 units) for each fill.
 _FILLS = ("polyloop ", "naïve Ωж 日本語 한국어 😀 ", "x9 ß€😀𝔘 ")
@@ -113,7 +115,9 @@ def _argument_cases(
         for size in sizes:
             if size == 0 and slot[0] == "":
                 continue  # an action without text is no action
-            for which in range(len(_FILLS)):
+            # Every fill up to _LARGE (same-size neighbours of other content); one above.
+            fills = range(len(_FILLS)) if size <= _LARGE else (size % len(_FILLS),)
+            for which in fills:
                 new_reply, new_action = _substituted(reply, action, slot, fill(size, which))
                 label = f"golden[{number}] with its {where} {size} characters ({_FILLS[which]!r})"
                 # An empty argument may be no argument in a format: refusing it is fine.
@@ -123,14 +127,20 @@ def _argument_cases(
 def cases_of(
     golden: tuple[tuple[ModelReply, ParsedReply], ...],
     variations: frozenset[str],
-    sizes: tuple[int, ...] = GOLDEN_SIZES,
+    all_sizes: tuple[int, ...] = GOLDEN_SIZES,
 ) -> list[Case]:
-    """Every golden reply and every declared variation of it, at every size of ``sizes``."""
+    """Every golden reply and every declared variation of it: the first golden action and
+    final answer at every size of ``all_sizes``, the others at :data:`_FEW_SIZES` (a scanner's
+    or a cap's size seldom depends on the form, and the suite must stay fast)."""
     found: list[Case] = []
+    seen: set[type] = set()
     for number, (reply, expected) in enumerate(golden):
         found.append(Case(f"golden[{number}]", reply, expected))
         if isinstance(expected, InvalidDecision):
             continue
+        first = type(expected) not in seen
+        seen.add(type(expected))
+        sizes = all_sizes if first else tuple(n for n in all_sizes if n in _FEW_SIZES)
         if "whitespace" in variations:
             for n, space in enumerate(_LEADING):
                 text = space + reply.text + _TRAILING[n]
@@ -204,6 +214,7 @@ def judge(parse: Callable[[ModelReply], Any], case: Case) -> str | None:
 
 
 _BACK_TO_BACK = 12
+_AGAIN_UP_TO = 4_297  # characters: the cases parsed again, in reverse order
 _POOL_SIZE = 1_025  # drawn orders use the cases up to this size: cheap to shrink
 
 
@@ -226,7 +237,9 @@ def golden_sequences(samples: ParserSamples) -> tuple[list[Case], list[Case]]:
     )
     variations = samples.golden_variations
     firsts = cases_of(golden, frozenset())  # the golden replies themselves
-    varied = [c for c in cases_of(golden, frozenset(variations)) if c not in firsts]
+    labels = {c.label for c in firsts}
+    varied = [c for c in cases_of(golden, frozenset(variations)) if c.label not in labels]
+    again = [c for c in reversed(varied) if len(c.reply.text) <= _AGAIN_UP_TO]
     several = two_decisions(golden) if "argument_text" in variations else []
     failing = Case("parser_samples.invalid_reply", samples.invalid_reply, _INVALID)
     success = next((c for c in firsts if isinstance(c.expected, Action)), failing)
@@ -235,7 +248,7 @@ def golden_sequences(samples: ParserSamples) -> tuple[list[Case], list[Case]]:
         fixed += [case] * _BACK_TO_BACK
     for case in reversed(firsts):
         fixed += [failing, case, success, case]
-    fixed += varied + several + [failing, *reversed(varied)]
+    fixed += varied + several + [failing, *again]
     pool = [*firsts, failing, *several]
     pool += [c for c in varied if len(c.reply.text) <= _POOL_SIZE + 200]
     return fixed, pool
