@@ -6,6 +6,9 @@ with the implementer's sample conversation only, so it can run against a fake or
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Sequence
+
 import pytest
 
 from polyloop.ports import ModelClient
@@ -27,6 +30,24 @@ __all__ = ["ModelClientContract"]
 
 #: Calls ``does_not_mutate_messages`` makes on one client, each with a list of its own.
 _MUTATION_CALLS = 3
+
+
+#: The long history of ``does_not_mutate_messages``: messages, and characters at least.
+_LONG_MESSAGES = 300
+_LONG_CHARS = 100_000
+
+
+def _long_history(samples: Sequence[Message]) -> list[Message]:
+    """The samples repeated to :data:`_LONG_MESSAGES` messages, the first user message padded so
+    the whole holds over :data:`_LONG_CHARS` characters; the samples' last message stays last."""
+    repeated = [samples[i % len(samples)] for i in range(_LONG_MESSAGES - len(samples))]
+    history = [*repeated, *samples]
+    size = sum(len(m.content) for m in history)
+    if size <= _LONG_CHARS:
+        first = next((i for i, m in enumerate(history) if m.role == "user"), 0)
+        pad = " " + "context " * ((_LONG_CHARS - size) // 8 + 1)
+        history[first] = Message(role=history[first].role, content=history[first].content + pad)
+    return history
 
 
 def _snapshot(messages: list[Message]) -> list[tuple[int, object, object]]:
@@ -114,14 +135,22 @@ class ModelClientContract(ContractBase):
         suite passes a mutable ``list`` so that such a mutation is possible, and compares after.
         It calls one client several times, each with a list of its own, and compares every list
         after every later call too: a client that keeps a reference to an earlier call's list
-        (to append that reply next time, or to normalise a cached prefix) breaks it late.
+        (to append that reply next time, or to normalise a cached prefix) breaks it late. The
+        last call passes a long history — the samples repeated to 300 messages and over 100 000
+        characters — where a client that trims old messages in place to fit a window shows it
+        (that call may raise; its list must be unchanged all the same).
         """
         samples = require_samples(model_samples, ModelSamples, "model_samples")
         given: list[tuple[list[Message], list[tuple[int, object, object]]]] = []
-        for call in range(1, _MUTATION_CALLS + 1):
-            messages = list(samples.messages)
+        for call in range(1, _MUTATION_CALLS + 2):
+            long = call == _MUTATION_CALLS + 1
+            messages = _long_history(samples.messages) if long else list(samples.messages)
             given.append((messages, _snapshot(messages)))
-            await _call(model_client, messages)
+            if long:  # a client may refuse a history this long: only the list matters here
+                with contextlib.suppress(Exception):
+                    await _call(model_client, messages)
+            else:
+                await _call(model_client, messages)
             for earlier, (passed, before) in enumerate(given, start=1):
                 after = _snapshot(passed)
                 when = "during that call" if earlier == call else f"during call {call}"

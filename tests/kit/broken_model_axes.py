@@ -144,3 +144,45 @@ class ReadsTheBodyToItsEnd(TakesAnEmptyBodyAsSilence):
 
     def _reply(self, status: int, body: bytes) -> ModelReply:
         return HttpModel._reply(self, status, body)
+
+
+# --------------------------------------------------------------------------- size
+
+_WINDOW = 200
+
+
+class TrimsTheHistoryInPlace:
+    """Keeps the conversation within a 200-message window by deleting the oldest messages of
+    the list it was given ("the caller's history would overflow the context anyway")."""
+
+    async def complete(self, messages: Any) -> ModelReply:
+        if len(messages) > _WINDOW:
+            del messages[: len(messages) - _WINDOW]
+        return ModelReply(text=f"seen {len(messages)} messages")
+
+
+class TrimsACopyOfTheHistory:
+    """The twin: it trims a copy."""
+
+    async def complete(self, messages: Any) -> ModelReply:
+        window = list(messages)[-_WINDOW:]
+        return ModelReply(text=f"seen {len(window)} messages")
+
+
+class SummarisesLongMessagesInPlace:
+    """Shortens a message over 65 536 characters in the caller's list ("summarise what will
+    not fit") — so the log no longer says what the loop sent."""
+
+    async def complete(self, messages: Any) -> ModelReply:
+        for index, message in enumerate(messages):
+            if len(message.content) > 65_536:
+                messages[index] = type(message)(role=message.role, content=message.content[:1000])
+        return ModelReply(text="ok")
+
+
+class SummarisesACopy:
+    """The twin: the shortened messages go into a new list."""
+
+    async def complete(self, messages: Any) -> ModelReply:
+        sent = [m if len(m.content) <= 65_536 else m.content[:1000] for m in messages]
+        return ModelReply(text=f"sent {len(sent)}")

@@ -63,3 +63,41 @@ def test_each_breaker_fails_the_failure_promise_and_its_twin_keeps_it(
         if clean.outcome != "passed":
             problems.append(f"{twin}: {clean.outcome}\n{clean.longrepr}")
     assert not problems, "\n\n".join(problems)
+
+
+SIZE_PAIRS: tuple[tuple[str, str], ...] = (
+    ("TrimsTheHistoryInPlace", "TrimsACopyOfTheHistory"),
+    ("SummarisesLongMessagesInPlace", "SummarisesACopy"),
+)
+
+
+def test_each_size_breaker_fails_the_mutation_promise_and_its_twin_keeps_every_promise(
+    pytester: pytest.Pytester,
+) -> None:
+    body = "from tests.kit import broken_model_axes\n\n" + "\n\n".join(
+        f"class Test{impl}(testing.ModelClientContract):\n"
+        "    @pytest.fixture\n"
+        "    def model_client(self):\n"
+        f"        return broken_model_axes.{impl}()\n"
+        "    @pytest.fixture\n"
+        "    def model_samples(self):\n"
+        "        return broken.MODEL_SAMPLES\n"
+        for pair in SIZE_PAIRS
+        for impl in pair
+    )
+    outcomes = _sandbox.run_sandbox(pytester, body)
+    problems = []
+    for broken_one, twin in SIZE_PAIRS:
+        for (cls, test), got in outcomes.items():
+            if cls not in (f"Test{broken_one}", f"Test{twin}"):
+                continue
+            want = "passed"
+            if test in ("test_failure_is_an_exception", "test_cancellation_propagates"):
+                want = "skipped"  # no failing-client factory; no await point to cancel at
+            elif cls == f"Test{broken_one}" and test == "test_does_not_mutate_messages":
+                want = "failed"
+            if got.outcome != want:
+                problems.append(f"{cls} {test}: {got.outcome}, not {want}\n{got.longrepr}")
+            elif want == "failed" and "given to call 4 (during that call)" not in got.longrepr:
+                problems.append(f"{cls} {test} failed for another reason:\n{got.longrepr}")
+    assert not problems, "\n\n".join(problems)
