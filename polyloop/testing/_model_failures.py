@@ -38,18 +38,26 @@ _HINTS = {
 
 
 async def _one_failure(
-    factory: Callable[[str], Any], base_url: str, bound_s: float, messages: list[Message]
+    client: Any, base_url: str, bound_s: float, messages: list[Message]
 ) -> str | None:
     failure = base_url.rsplit("/", 2)[-2]
     what = f"against an endpoint that {_ALL[failure]} ({failure})"
-    client = factory(base_url)
-    good = int(failure.split("-")[1]) if failure.startswith("after-") else 0
-    for _ in range(good):  # the same client serves good replies first (their shape: elsewhere)
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(bound_s):
-                await client.complete(list(messages))
-    if good:
-        fail_from_now(base_url)
+    try:
+        good = int(failure.split("-")[1]) if failure.startswith("after-") else 0
+        for _ in range(good):  # the same client serves good replies first (their shape: elsewhere)
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(bound_s):
+                    await client.complete(list(messages))
+        if good:
+            fail_from_now(base_url)
+        return await _judged_call(client, what, failure, bound_s, messages)
+    finally:
+        await _close(client)
+
+
+async def _judged_call(
+    client: Any, what: str, failure: str, bound_s: float, messages: list[Message]
+) -> str | None:
     call = asyncio.ensure_future(client.complete(list(messages)))
     try:
         await asyncio.wait({call}, timeout=bound_s)
@@ -64,7 +72,6 @@ async def _one_failure(
         if not call.done():
             call.cancel()
             await asyncio.wait({call})
-        await _close(client)
 
 
 async def _let_due_timers_finish(call: asyncio.Future[Any]) -> None:
@@ -94,10 +101,21 @@ async def failure_problems(
     """One line per endpoint failure that ``complete()`` did not raise on within the bound
     (every failure of the catalogue and every swept one unless ``failures`` names some)."""
     async with misbehaving_endpoint(trickle_s=bound_s + _TRICKLE_PAST_BOUND_S) as root:
+        urls = [f"{root}/{failure}/v1" for failure in failures]
+        # Every client is built before any bound starts: building one may block the event loop
+        # (an SSL context, a connection pool), and no call's bound may pay for the others'.
+        clients: list[Any] = []
+        try:
+            for url in urls:
+                clients.append(factory(url))
+        except BaseException:
+            for client in clients:
+                await _close(client)
+            raise
         results = await asyncio.gather(
             *(
-                _one_failure(factory, f"{root}/{failure}/v1", bound_s, messages)
-                for failure in failures
+                _one_failure(client, url, bound_s, messages)
+                for client, url in zip(clients, urls, strict=True)
             )
         )
     return [problem for problem in results if problem is not None]
