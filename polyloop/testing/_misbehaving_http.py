@@ -255,8 +255,10 @@ def _reset(writer: asyncio.StreamWriter) -> None:
 
 
 class _Endpoint:
-    def __init__(self, trickle_s: float) -> None:
+    def __init__(self, trickle_s: float, golden: tuple[bytes, ...] = ()) -> None:
         self.trickle_s = trickle_s
+        self.golden = golden
+        self.golden_served = 0  # replies of the ``golden-all`` path, served in turn
         self.writers: set[asyncio.StreamWriter] = set()
         self.handlers: set[asyncio.Task[None]] = set()
         self.closing = asyncio.Event()
@@ -271,8 +273,8 @@ class _Endpoint:
             while True:  # keep-alive: a retrying client may reuse the connection
                 request = await _read_request(reader)
                 failure = self._failure_now(request.failure)
-                if failure == "good":
-                    writer.write(_GOOD)
+                if failure == "good" or failure.startswith("golden-"):
+                    writer.write(self._good(failure))
                     await writer.drain()
                     continue
                 if failure.startswith("cut-at-"):
@@ -303,6 +305,17 @@ class _Endpoint:
             writer.transport.abort()
             if task is not None:
                 self.handlers.discard(task)
+
+    def _good(self, failure: str) -> bytes:
+        """A whole reply: the kit's own, the ``golden-<i>`` body, or (``golden-all``) each
+        golden body in turn."""
+        if failure == "golden-all" and self.golden:
+            index, self.golden_served = self.golden_served, self.golden_served + 1
+            return _response("200 OK", self.golden[index % len(self.golden)])
+        number = failure.removeprefix("golden-")
+        if number.isdigit() and int(number) < len(self.golden):
+            return _response("200 OK", self.golden[int(number)])
+        return _GOOD
 
     def _failure_now(self, failure: str) -> str:
         """``good`` on an ``after-<n>-<failure>`` path until :func:`fail_from_now` switched it
@@ -343,11 +356,14 @@ def fail_from_now(base_url: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def misbehaving_endpoint(*, trickle_s: float = 1.0) -> AsyncIterator[str]:
+async def misbehaving_endpoint(
+    *, trickle_s: float = 1.0, golden: tuple[bytes, ...] = ()
+) -> AsyncIterator[str]:
     """Serve the failures on loopback; yields ``http://127.0.0.1:PORT`` (append
     ``/<failure>/v1`` for a client's base URL). ``trickle_s`` is how long the ``trickle`` body
-    takes in all."""
-    endpoint = _Endpoint(trickle_s)
+    takes in all. The ``golden`` bodies are served whole on ``golden-<i>``, and each in turn on
+    ``golden-all``."""
+    endpoint = _Endpoint(trickle_s, golden)
     server = await asyncio.start_server(endpoint.handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     root = f"http://127.0.0.1:{port}"

@@ -19,7 +19,7 @@ from polyloop.testing._base import (
     require_seam,
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
-from polyloop.testing._model_failures import failure_problems
+from polyloop.testing._model_failures import failure_problems, golden_problems
 from polyloop.testing._samples import ModelSamples
 from polyloop.testing._shapes import model_reply_problems, short
 from polyloop.testing._skips import unverifiable
@@ -159,6 +159,41 @@ class ModelClientContract(ContractBase):
                     f"before: {short([(r, c) for _, r, c in before], 400)}\n"
                     f"after:  {short([(r, c) for _, r, c in after], 400)}"
                 )
+
+    async def test_reads_golden_responses(
+        self, model_client: ModelClient, model_samples: ModelSamples
+    ) -> None:
+        """Each golden response body gives exactly the reply the implementer stated — on a
+        client of its own, and in turn on one client.
+
+        ``returns_a_model_reply`` checks the reply's shape, not its content: a client that
+        reads the wrong choice, drops the usage's nested counts, keeps the previous call's id
+        or takes ``finish_reason`` from another field returns a well-formed reply the run then
+        logs as what the model said. Checked when ``model_samples.golden_responses`` gives
+        (JSON body, ``ModelReply``) pairs: the kit serves each body (HTTP 200) to a client the
+        factory builds, each on a client of its own, then all of them in turn, twice, on one
+        client; every reply must equal the stated one field for field and type for type.
+        """
+        samples = require_samples(model_samples, ModelSamples, "model_samples")
+        if not samples.golden_responses or samples.failing_client_factory is None:
+            unverifiable(
+                promise="each golden response body gives exactly the reply stated for it",
+                why=(
+                    "model_samples.golden_responses is empty: the kit does not know what a "
+                    "response must give"
+                ),
+                verify_yourself=(
+                    "give ModelSamples(..., failing_client_factory=..., failure_bound_s=..., "
+                    "golden_responses=[(response_body_dict, ModelReply(...)), ...]) and the kit "
+                    "serves each body to your client; or serve recorded responses to your client "
+                    "yourself and compare every field of the reply"
+                ),
+            )
+        bound = samples.failure_bound_s or 60.0
+        problems = await golden_problems(
+            samples.failing_client_factory, bound, list(samples.messages), samples.golden_responses
+        )
+        assert not problems, "\n".join(problems)
 
     async def test_cancellation_propagates(
         self, model_client: ModelClient, model_samples: ModelSamples

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from polyloop.testing._misbehaving_http import (
@@ -20,10 +21,10 @@ from polyloop.testing._misbehaving_http import (
     fail_from_now,
     misbehaving_endpoint,
 )
-from polyloop.testing._shapes import short
-from polyloop.types import Message
+from polyloop.testing._shapes import mismatch, short
+from polyloop.types import Message, ModelReply
 
-__all__ = ["failure_problems"]
+__all__ = ["failure_problems", "golden_problems"]
 
 _ALL = {**FAILURES, **SWEPT_FAILURES}
 _SETTLE_ITERATIONS = 100
@@ -119,3 +120,45 @@ async def failure_problems(
             )
         )
     return [problem for problem in results if problem is not None]
+
+
+_GOLDEN_ROUNDS = 2  # the golden bodies in turn on one client, this many times over
+
+
+async def _golden_reply(client: Any, messages: list[Message], bound_s: float, where: str) -> Any:
+    try:
+        async with asyncio.timeout(bound_s):
+            return await client.complete(list(messages))
+    except Exception as error:  # reported as this promise's problem, not a crash of the suite
+        return f"{where}: complete() raised {type(error).__name__}: {short(str(error), 200)}"
+
+
+async def golden_problems(
+    factory: Callable[[str], Any],
+    bound_s: float,
+    messages: list[Message],
+    golden: Sequence[tuple[Any, ModelReply]],
+) -> list[str]:
+    """One line per golden response whose reply differs from the stated one: each on a client
+    of its own, then all of them in turn, twice, on one client."""
+    bodies = tuple(json.dumps(body).encode() for body, _ in golden)
+    problems: list[str] = []
+    async with misbehaving_endpoint(golden=bodies) as root:
+        plan = [([index], f"{root}/golden-{index}/v1") for index in range(len(golden))]
+        plan.append(([*range(len(golden))] * _GOLDEN_ROUNDS, f"{root}/golden-all/v1"))
+        for indexes, url in plan:
+            client = factory(url)
+            try:
+                for call, index in enumerate(indexes, start=1):
+                    where = f"golden_responses[{index}] (call {call} on this client)"
+                    got = await _golden_reply(client, messages, bound_s, where)
+                    found = (
+                        got if isinstance(got, str) else mismatch(golden[index][1], got, "reply")
+                    )
+                    if found is not None:
+                        problems.append(f"{where}: {found}")
+            finally:
+                await _close(client)
+            if problems:
+                return problems
+    return problems

@@ -286,11 +286,17 @@ class ModelSamples:
     answer — one client per failure, all at once. ``failure_bound_s`` is the time within which
     your client gives up, retries and timeouts included (at most 60 s): a deadline for the
     whole request, not only a timeout per read.
+
+    Optional, to have ``reads_golden_responses`` checked (needs the factory):
+    ``golden_responses`` — ``(body, reply)`` pairs: the JSON body of a chat completion the kit
+    serves (HTTP 200, ``application/json``) and the ``ModelReply`` your client must return for
+    it, equal field for field and type for type.
     """
 
     messages: Sequence[Message]
     failing_client_factory: Callable[[str], Any] | None = None
     failure_bound_s: float | None = None
+    golden_responses: Sequence[tuple[Mapping[str, Any], ModelReply]] = ()
 
     def __post_init__(self) -> None:
         messages: object = self.messages
@@ -305,6 +311,34 @@ class ModelSamples:
             _require("ModelSamples", f"messages[{index}]", message, Message)
         object.__setattr__(self, "messages", tuple(self.messages))
         _check_failure_bound(self.failing_client_factory, self.failure_bound_s)
+        object.__setattr__(self, "golden_responses", _golden_responses(self.golden_responses))
+        if self.golden_responses and self.failing_client_factory is None:
+            raise ValueError(
+                "ModelSamples.golden_responses are served to a client the kit builds: give "
+                "failing_client_factory and failure_bound_s too"
+            )
+
+
+def _golden_responses(value: object) -> tuple[tuple[Mapping[str, Any], ModelReply], ...]:
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise TypeError(
+            "ModelSamples.golden_responses must be a sequence of (response body, ModelReply) "
+            f"pairs, got {type(value).__name__}"
+        )
+    pairs = []
+    for index, pair in enumerate(value):
+        if (
+            not isinstance(pair, tuple | list)
+            or len(pair) != 2
+            or not isinstance(pair[0], Mapping)
+            or not isinstance(pair[1], ModelReply)
+        ):
+            raise TypeError(
+                f"ModelSamples.golden_responses[{index}] must be a (dict of the JSON response "
+                f"body, ModelReply) pair, got {pair!r:.80}"
+            )
+        pairs.append((pair[0], pair[1]))
+    return tuple(pairs)
 
 
 def _check_failure_bound(factory: object, bound: object) -> None:

@@ -8,6 +8,7 @@ middle — and each of these raised on every one of them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from typing import Any
@@ -186,3 +187,38 @@ class SummarisesACopy:
     async def complete(self, messages: Any) -> ModelReply:
         sent = [m if len(m.content) <= 65_536 else m.content[:1000] for m in messages]
         return ModelReply(text=f"sent {len(sent)}")
+
+
+# --------------------------------------------------------------------------- golden responses
+
+
+def _body(*contents: str) -> dict[str, Any]:
+    choices = [
+        {"index": n, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+        for n, text in enumerate(contents)
+    ]
+    return {"id": "chatcmpl-kit", "object": "chat.completion", "choices": choices}
+
+
+#: What HttpModel (which keeps only the text) must give for each body.
+GOLDEN_RESPONSES = [
+    (_body("first"), ModelReply(text="first")),
+    (_body("the chosen one", "an alternative"), ModelReply(text="the chosen one")),
+    (_body("日本語 😀"), ModelReply(text="日本語 😀")),
+]
+
+
+class ReadsTheLastChoice(HttpModel):
+    """Takes the last of the ``choices`` ("the most refined one"): with ``n > 1`` or a proxy
+    that appends, the run continues from a reply the model did not give first."""
+
+    def _reply(self, status: int, body: bytes) -> ModelReply:
+        if status != 200:
+            raise RuntimeError(f"the endpoint answered HTTP {status}")
+        return ModelReply(text=json.loads(body)["choices"][-1]["message"]["content"])
+
+
+def golden_samples(factory: Any) -> Any:
+    from tests.kit.broken import opt_in_model_samples
+
+    return dataclasses.replace(opt_in_model_samples(factory), golden_responses=GOLDEN_RESPONSES)
