@@ -57,6 +57,14 @@ GOLDEN: list[tuple[str, Action | FinalAnswer | InvalidDecision]] = [
         '```python\nx = 1\n```\n{"tool": "run", "arguments": {"code": "x"}}',
         _call("run", {"code": "x"}),
     ),
+    (  # in prose: braces and escaped quotes inside a string do not end the object
+        'Sure {"tool": "echo", "arguments": {"text": "a } and \\" {quote"}} done.',
+        _call("echo", {"text": 'a } and " {quote'}),
+    ),
+    (  # a brace group in prose that is not JSON is skipped for the one that is
+        'Using {braces} here, then {"tool": "echo", "arguments": {"n": {"deep": [1]}}}',
+        _call("echo", {"n": {"deep": [1]}}),
+    ),
     ('{"final_answer": "42"}', FinalAnswer(text="42")),
     ('The answer:\n{"final_answer": "forty two"}', FinalAnswer(text="forty two")),
     ('{"tool": "search", "arguments": ', _INVALID),
