@@ -43,7 +43,7 @@ GOLDEN_SIZES: tuple[int, ...] = (
 )
 _LARGE = 4_097
 _FEW_SIZES = frozenset({0, 1, 64, 65, 1024, 1025, 4096, 4097})
-#: Letters, digits and spaces of 1 to 4 UTF-8 bytes each: a size in characters lands on a
+#: Letters, digits, spaces, € and emoji of 1 to 4 UTF-8 bytes each: a size in characters lands on a
 #: different size in bytes (and UTF-16 units) for each fill.
 _FILLS = ("polyloop ", "naïve Ωж 日本語 한국어 😀 ", "x9 ß€😀𝔘 ")
 _PROSE = "Let me think about this step by step. Je vais vérifier ça, 日本語で説明します. "
@@ -65,7 +65,8 @@ class Case:
 
 
 def fill(size: int, which: int = 0) -> str:
-    """``size`` characters of letters, digits and spaces, starting and ending with a letter."""
+    """``size`` characters of letters, digits, spaces, ``€`` and emoji (no quotes, backslashes,
+    brackets or line breaks), starting and ending with a letter."""
     if size == 0:
         return ""
     unit = _FILLS[which % len(_FILLS)]

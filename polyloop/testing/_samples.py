@@ -172,7 +172,8 @@ GOLDEN_VARIATIONS: Mapping[str, str] = {
     "prose_after": "a paragraph of prose after an action (not after a final answer)",
     "argument_text": (
         "a string argument of an action — or, for an action without a tool, its text — that "
-        "appears exactly once in the reply, replaced by any text of letters, digits and spaces"
+        "appears exactly once in the reply, replaced by letters, digits, spaces, € and emoji (no "
+        "quotes, backslashes, brackets or line breaks)"
     ),
 }
 
