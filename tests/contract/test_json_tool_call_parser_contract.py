@@ -61,6 +61,10 @@ GOLDEN: list[tuple[str, Action | FinalAnswer | InvalidDecision]] = [
         'Sure {"tool": "echo", "arguments": {"text": "a } and \\" {quote"}} done.',
         _call("echo", {"text": 'a } and " {quote'}),
     ),
+    (  # an escaped backslash ends a string like any other character
+        'Look: {"tool": "cd", "arguments": {"dir": "C:\\\\"}} ok',
+        _call("cd", {"dir": "C:\\"}),
+    ),
     (  # a brace group in prose that is not JSON is skipped for the one that is
         'Using {braces} here, then {"tool": "echo", "arguments": {"n": {"deep": [1]}}}',
         _call("echo", {"n": {"deep": [1]}}),
