@@ -84,12 +84,22 @@ def _with_text(reply: ModelReply, text: str) -> ModelReply:
     )
 
 
+def _plain(value: object) -> bool:
+    """A non-empty str that any text format writes as it is: no quote, backslash or control
+    character (replacing an escaped value would leave half its escape behind)."""
+    return (
+        isinstance(value, str)
+        and value != ""
+        and not any(c in "\"'\\`" or not c.isprintable() for c in value)
+    )
+
+
 def _slots(reply: ModelReply, action: Action) -> Iterator[tuple[str, str]]:
     """The substitutable places of an action: (argument name or ``""`` for the text, value)."""
     args = action.tool_args
     if args is not None:
         for name, value in args.items():
-            if isinstance(value, str) and value and reply.text.count(value) == 1:
+            if _plain(value) and reply.text.count(value) == 1:
                 yield name, value
     elif action.tool_name is None and reply.text.count(action.text) == 1:
         yield "", action.text

@@ -171,7 +171,8 @@ GOLDEN_VARIATIONS: Mapping[str, str] = {
     "prose_before": "a paragraph of prose before the decision",
     "prose_after": "a paragraph of prose after an action (not after a final answer)",
     "argument_text": (
-        "a string argument of an action — or, for an action without a tool, its text — that "
+        "a string argument of an action without quotes, backslashes or control characters — or, "
+        "for an action without a tool, its text — that "
         "appears exactly once in the reply, replaced by letters, digits, spaces, € and emoji (no "
         "quotes, backslashes, brackets or line breaks)"
     ),

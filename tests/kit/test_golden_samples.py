@@ -102,3 +102,10 @@ def test_judge_matches_invalid_by_branch_and_demands_feedback() -> None:
     assert judge(lambda r: InvalidDecision(feedback="other words"), case) is None
     assert "blank feedback" in (judge(lambda r: InvalidDecision(feedback=" "), case) or "")
     assert "not an InvalidDecision" in (judge(lambda r: FinalAnswer(text="x"), case) or "")
+
+
+def test_an_escaped_argument_is_not_replaced() -> None:
+    reply = ModelReply(text='{"tool": "cd", "dir": "C:\\\\"}')
+    action = Action(text="cd", tool_name="cd", tool_args={"dir": "C:\\"})
+    cases = cases_of(((reply, action),), frozenset({"argument_text"}), (1, 5))
+    assert [c.label for c in cases] == ["golden[0]"]
