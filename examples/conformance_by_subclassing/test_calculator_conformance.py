@@ -9,7 +9,7 @@ from typing import ClassVar
 import pytest
 from calculator import CalculatorExecutor, CalculatorService, CallParser, JsonLinesStore
 
-from polyloop import Action, ModelReply
+from polyloop import Action, FinalAnswer, InvalidDecision, ModelReply
 from polyloop.testing import (
     ActionExecutorContract,
     ActionSamples,
@@ -77,6 +77,33 @@ class TestCallParser(DecisionParserContract):
             # Optional: how to build the parser in another process. The kit parses the same
             # replies under different hash seeds there (is_deterministic_across_processes).
             factory="calculator:CallParser",
+            # Optional: what replies must parse to, exactly (an InvalidDecision by branch only),
+            # and the variations the format allows around them (parses_golden_samples).
+            golden=[
+                (
+                    'CALL add {"a": 1, "b": 2}',
+                    Action(
+                        text='CALL add {"a": 1, "b": 2}',
+                        tool_name="add",
+                        tool_args={"a": 1, "b": 2},
+                    ),
+                ),
+                (
+                    'CALL note {"text": "buy milk"}',
+                    Action(
+                        text='CALL note {"text": "buy milk"}',
+                        tool_name="note",
+                        tool_args={"text": "buy milk"},
+                    ),
+                ),
+                ("CALL now", Action(text="CALL now", tool_name="now", tool_args={})),
+                ("ANSWER 3", FinalAnswer(text="3")),
+                ("ANSWER  three apples ", FinalAnswer(text="three apples")),
+                ("Let me think about it.", InvalidDecision(feedback="")),
+                ('CALL add {"a": ', InvalidDecision(feedback="")),
+                ("CALL add [1, 2]", InvalidDecision(feedback="")),
+            ],
+            golden_variations={"whitespace", "argument_text"},
         )
 
 

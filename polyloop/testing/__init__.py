@@ -67,6 +67,7 @@ from polyloop.testing._event_sink import EventSinkContract  # noqa: E402
 from polyloop.testing._model_client import ModelClientContract  # noqa: E402
 from polyloop.testing._run_store import RunStoreContract  # noqa: E402
 from polyloop.testing._samples import (  # noqa: E402
+    GOLDEN_VARIATIONS,
     ActionSamples,
     EventSinkSamples,
     ModelSamples,
@@ -96,6 +97,7 @@ BUILTIN_SUITES: dict[str, type[ContractBase]] = {
 
 __all__ = [
     "BUILTIN_SUITES",
+    "GOLDEN_VARIATIONS",
     "KIT_VERSION",
     "ActionExecutorContract",
     "ActionSamples",

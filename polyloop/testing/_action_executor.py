@@ -58,6 +58,14 @@ _CALL_BOUND_S = 60.0
 _SEQUENCE_ROUNDS = 8
 # Echoed text lengths when the sample gives no cap: the no-cut path is checked for truth.
 _ECHO_LENGTHS = (0, 1, 200, 4099)
+# Echoed always (issue 30, size): 0, 1 and just under, at and over the page, buffer and cap
+# sizes common in real code — a cap nobody declared, a pipe read once, a marker added at the cap.
+_ECHO_LADDER = tuple(
+    n + d for n in (64, 100, 128, 256, 1000, 1024, 4096, 16384, 65536) for d in (-1, 0, 1)
+)
+# Echoed again, longest first, after the rising pass (issue 30, sequence): a shorter output
+# after a longer one on the same executor shows a reused buffer's stale tail.
+_ECHO_AGAIN_UP_TO = 4_097
 # The echoed text: non-ASCII code points only (CJK, Cyrillic, Latin-1, a combining mark, astral
 # emoji), so a count in bytes or UTF-16 units differs from one in characters, and no truncation
 # marker (ASCII in practice) can be mistaken for a shown character of the text.
@@ -759,10 +767,13 @@ class ActionExecutorContract(ContractBase):
         length mixed in, the sums are wrong without looking wrong. Checked when
         ``ActionSamples.echo`` is given: texts of non-ASCII characters (CJK, emoji, a combining
         mark, astral-plane letters) are echoed — just under, at and past ``truncates_at`` when
-        it is given — and for each, with ``cut`` the reported count, the observation must be
-        the text itself when ``cut`` is 0, and otherwise show exactly ``len(text) - cut`` of its
-        characters: its longest common head with the text plus its longest common tail after
-        that head (a truncation marker may stand before, between or after them).
+        it is given, and at 0, 1 and just under, at and over 64, 100, 128, 256, 1 000, 1 024,
+        4 096, 16 384 and 65 536 characters, rising, then the shorter ones again longest first
+        on the same executor — and for each, with ``cut`` the reported count, the observation
+        must be the text itself when ``cut`` is 0, and otherwise show exactly
+        ``len(text) - cut`` of its characters: its longest common head with the text plus its
+        longest common tail after that head (a truncation marker may stand before, between or
+        after them).
         """
         samples = require_samples(action_samples, ActionSamples, "action_samples")
         if samples.echo is None:
@@ -786,8 +797,10 @@ class ActionExecutorContract(ContractBase):
             )
         require_seam(action_executor, "action_executor", "execute", _SIGNATURE)
         cap = samples.truncates_at
-        lengths = _ECHO_LENGTHS if cap is None else sorted({0, cap - 1, cap, cap + 1, 2 * cap + 3})
-        for length in lengths:
+        lengths = _ECHO_LENGTHS if cap is None else (0, cap - 1, cap, cap + 1, 2 * cap + 3)
+        rising = sorted({*lengths, *_ECHO_LADDER})
+        again = [n for n in reversed(rising) if n <= max(_ECHO_AGAIN_UP_TO, 2 * (cap or 0) + 3)]
+        for length in [*rising, *again]:
             text = echo_text(length)
             action = samples.echo(text)
             if not isinstance(action, Action):

@@ -34,6 +34,7 @@ from polyloop.testing._base import (
     require_seam,
 )
 from polyloop.testing._durability import _child_env
+from polyloop.testing._golden import golden_sequences, golden_settings, run_sequence
 from polyloop.testing._raised import raised_by_the_implementation
 from polyloop.testing._samples import ParserSamples
 from polyloop.testing._shapes import SHORT, mismatch, parsed_reply_problems, short
@@ -497,6 +498,50 @@ class DecisionParserContract(ContractBase):
             if isinstance(variant, Action):
                 _assert_survives_the_log(variant, reply)
         inputs.done()
+
+    @golden_settings(max_examples=15)
+    @given(data=st.data())
+    @example(data=None)
+    async def test_parses_golden_samples(
+        self,
+        decision_parser: DecisionParser,
+        parser_samples: ParserSamples,
+        data: st.DataObject | None,
+    ) -> None:
+        """Each golden reply, and each variation its format allows, parses to exactly the
+        decision the implementer stated — on one parser object, in any order.
+
+        The other promises check the branch of a decision, not its content: an action with
+        the wrong tool, an argument cut at 4 096 characters, the last of two tool calls, or a
+        decision remembered from the previous reply is total, deterministic and serialisable.
+        Checked when ``parser_samples.golden`` gives (reply, decision) pairs: each reply, each
+        variation of ``golden_variations`` (whitespace, prose before and after, argument text)
+        at 0, 1 and just under, at and over 64, 100, 128, 256, 1 000, 1 024, 4 096, 16 384 and
+        65 536 characters, and — with ``argument_text`` — replies holding two actions (the
+        first or an ``InvalidDecision``, never the second or a blend), all parsed on one object:
+        each back to back twelve times, interleaved in drawn orders, after a reply it could not
+        parse and after one it could. An expected ``InvalidDecision`` is matched by branch.
+        """
+        samples = require_samples(parser_samples, ParserSamples, "parser_samples")
+        if not samples.golden:
+            unverifiable(
+                promise="each golden reply parses to exactly the decision stated for it",
+                why="parser_samples.golden is empty: the kit does not know what a reply must give",
+                verify_yourself=(
+                    "return polyloop.testing.ParserSamples(..., golden=[(reply, decision), ...], "
+                    "golden_variations={...}) from the fixture that gives your samples — one "
+                    "pair per form your format has — and the kit checks this; or test each "
+                    "form's exact decision yourself, at argument sizes past 64 KiB"
+                ),
+            )
+        fixed, pool = golden_sequences(samples)
+        if data is None:  # the explicit example: every case at every edge size, every run
+            run_sequence(lambda reply: _parse(decision_parser, reply), fixed)
+            return
+        order = data.draw(
+            st.lists(st.integers(0, len(pool) - 1), min_size=1, max_size=40), label="order"
+        )
+        run_sequence(lambda reply: _parse(decision_parser, reply), [pool[i] for i in order])
 
     async def test_is_deterministic_across_processes(
         self, decision_parser: DecisionParser, parser_samples: ParserSamples

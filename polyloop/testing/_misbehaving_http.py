@@ -16,7 +16,7 @@ import socket
 import struct
 from collections.abc import AsyncIterator
 
-__all__ = ["FAILURES", "misbehaving_endpoint"]
+__all__ = ["FAILURES", "SWEPT_FAILURES", "fail_from_now", "misbehaving_endpoint"]
 
 #: Seconds between two bytes of the ``trickle`` body: far below any per-read timeout.
 TRICKLE_INTERVAL_S = 0.05
@@ -81,6 +81,45 @@ FAILURES: dict[str, str] = {
 }
 
 
+#: Failures swept over their parameters (issue 30): the kit serves each of these too.
+#: ``after-<n>-<failure>`` answers good replies on its path while the kit makes ``n`` calls
+#: with one client (its connections and caches warm), then fails; ``retry-after-<v>`` answers
+#: 429 asking the client to wait ``v`` seconds (longer than any bound for the last);
+#: ``cut-at-<k>`` cuts a JSON body after ``k`` bytes, or an SSE stream after ``k`` whole events
+#: with no ``[DONE]``.
+_SWEPT_STATUSES = {
+    408: "Request Timeout",
+    409: "Conflict",
+    413: "Payload Too Large",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+    529: "Site Overloaded",
+}
+SWEPT_FAILURES: dict[str, str] = {
+    **{
+        f"http-{status}": f"answers HTTP {status} {reason} with a JSON error body"
+        for status, reason in _SWEPT_STATUSES.items()
+    },
+    **{
+        f"retry-after-{wait}": f"answers HTTP 429 with Retry-After: {wait} every time"
+        for wait in ("0", "1", "120")
+    },
+    **{
+        f"cut-at-{cut}": (
+            f"cuts a JSON reply after {cut} bytes of its body, an SSE stream after {cut} whole "
+            "events (no [DONE])"
+        )
+        for cut in (0, 1, 2, 3, 100)
+    },
+    **{
+        f"after-{n}-{failure}": f"answers {n} good replies on one client, then {FAILURES[failure]}"
+        for n in (1, 3, 10)
+        for failure in ("http-500", "error-in-200")
+    },
+}
+
+
 def _response(status: str, body: bytes, *headers: str, kind: str = "application/json") -> bytes:
     head = [f"HTTP/1.1 {status}", f"Content-Type: {kind}", *headers]
     head += [f"Content-Length: {len(body)}", "Connection: close"]
@@ -118,7 +157,20 @@ _ANSWERS = {
         kind="text/html",
     ),
     "malformed-json": _response("200 OK", b'{"id": "chatcmpl-kit", "choices": [{"index": 0, "mes'),
+    **{
+        f"http-{status}": _response(
+            f"{status} {reason}", _error_body(reason.lower(), "server_error", status)
+        )
+        for status, reason in _SWEPT_STATUSES.items()
+    },
+    **{
+        f"retry-after-{wait}": _response(
+            "429 Too Many Requests", _ERROR_BODY, f"Retry-After: {wait}"
+        )
+        for wait in ("0", "1", "120")
+    },
 }
+_GOOD = _response("200 OK", json.dumps(_COMPLETION).encode())
 
 
 def _sse_event(content: str, finish: str | None = None) -> bytes:
@@ -141,6 +193,23 @@ def _cut_stream() -> bytes:
     ).encode("ascii")
     third = _sse_event(" reply", "stop")
     return head + _sse_event("the") + _sse_event(" kit's") + third[: len(third) // 2]
+
+
+def _stream_cut_after(events: int) -> bytes:
+    """An SSE reply of ``events`` whole chunks, then the end of the connection: no ``[DONE]``,
+    no ``finish_reason``."""
+    head = (
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode("ascii")
+    return head + b"".join(_sse_event(f"part {n} ") for n in range(events))
+
+
+def _body_cut_after(size: int) -> bytes:
+    """A JSON reply whose body ends after ``size`` bytes, before its Content-Length."""
+    whole = _response("200 OK", json.dumps(_COMPLETION).encode())
+    body = len(json.dumps(_COMPLETION))
+    return whole[: len(whole) - body + min(size, body - 1)]
 
 
 def _cut_body() -> bytes:
@@ -186,11 +255,14 @@ def _reset(writer: asyncio.StreamWriter) -> None:
 
 
 class _Endpoint:
-    def __init__(self, trickle_s: float) -> None:
+    def __init__(self, trickle_s: float, golden: tuple[bytes, ...] = ()) -> None:
         self.trickle_s = trickle_s
+        self.golden = golden
+        self.golden_served = 0  # replies of the ``golden-all`` path, served in turn
         self.writers: set[asyncio.StreamWriter] = set()
         self.handlers: set[asyncio.Task[None]] = set()
         self.closing = asyncio.Event()
+        self.failing: set[str] = set()  # the ``after-<n>-`` paths switched to their failure
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -200,7 +272,17 @@ class _Endpoint:
         try:
             while True:  # keep-alive: a retrying client may reuse the connection
                 request = await _read_request(reader)
-                failure = request.failure
+                failure = self._failure_now(request.failure)
+                if failure == "good" or failure.startswith("golden-"):
+                    writer.write(self._good(failure))
+                    await writer.drain()
+                    continue
+                if failure.startswith("cut-at-"):
+                    cut = int(failure.removeprefix("cut-at-"))
+                    stream = request.wants_a_stream
+                    writer.write(_stream_cut_after(cut) if stream else _body_cut_after(cut))
+                    await writer.drain()
+                    return
                 if failure == "never-replies":
                     await self.closing.wait()  # until the endpoint shuts down
                     return
@@ -224,6 +306,26 @@ class _Endpoint:
             if task is not None:
                 self.handlers.discard(task)
 
+    def _good(self, failure: str) -> bytes:
+        """A whole reply: the kit's own, the ``golden-<i>`` body, or (``golden-all``) each
+        golden body in turn."""
+        if failure == "golden-all" and self.golden:
+            index, self.golden_served = self.golden_served, self.golden_served + 1
+            return _response("200 OK", self.golden[index % len(self.golden)])
+        number = failure.removeprefix("golden-")
+        if number.isdigit() and int(number) < len(self.golden):
+            return _response("200 OK", self.golden[int(number)])
+        return _GOOD
+
+    def _failure_now(self, failure: str) -> str:
+        """``good`` on an ``after-<n>-<failure>`` path until :func:`fail_from_now` switched it
+        (after the kit's ``n`` calls: a client's own retries do not count), then its
+        ``<failure>``; any other failure as it is."""
+        if not failure.startswith("after-"):
+            return failure
+        then = failure.removeprefix("after-").partition("-")[2]
+        return then if failure in self.failing else "good"
+
     async def _trickle(self, writer: asyncio.StreamWriter) -> None:
         """A valid completion preceded by enough whitespace (valid JSON) to take ``trickle_s``,
         sent a byte every :data:`TRICKLE_INTERVAL_S`."""
@@ -243,17 +345,33 @@ class _Endpoint:
             await writer.drain()
 
 
+_SERVING: dict[str, _Endpoint] = {}
+
+
+def fail_from_now(base_url: str) -> None:
+    """Switch the ``after-<n>-<failure>`` path of ``base_url`` (``<root>/<path>/v1``) to its
+    failure."""
+    root, path = base_url.rsplit("/", 2)[:2]
+    _SERVING[root].failing.add(path)
+
+
 @contextlib.asynccontextmanager
-async def misbehaving_endpoint(*, trickle_s: float = 1.0) -> AsyncIterator[str]:
+async def misbehaving_endpoint(
+    *, trickle_s: float = 1.0, golden: tuple[bytes, ...] = ()
+) -> AsyncIterator[str]:
     """Serve the failures on loopback; yields ``http://127.0.0.1:PORT`` (append
     ``/<failure>/v1`` for a client's base URL). ``trickle_s`` is how long the ``trickle`` body
-    takes in all."""
-    endpoint = _Endpoint(trickle_s)
+    takes in all. The ``golden`` bodies are served whole on ``golden-<i>``, and each in turn on
+    ``golden-all``."""
+    endpoint = _Endpoint(trickle_s, golden)
     server = await asyncio.start_server(endpoint.handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
+    root = f"http://127.0.0.1:{port}"
+    _SERVING[root] = endpoint
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield root
     finally:
+        del _SERVING[root]
         endpoint.closing.set()
         server.close()
         for writer in list(endpoint.writers):

@@ -6,6 +6,9 @@ with the implementer's sample conversation only, so it can run against a fake or
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Sequence
+
 import pytest
 
 from polyloop._base._exception_text import exception_text
@@ -17,7 +20,7 @@ from polyloop.testing._base import (
     require_seam,
 )
 from polyloop.testing._cancel import assert_cancellation_propagates
-from polyloop.testing._model_failures import failure_problems
+from polyloop.testing._model_failures import failure_problems, golden_problems
 from polyloop.testing._raised import raised_by_the_implementation
 from polyloop.testing._samples import ModelSamples
 from polyloop.testing._shapes import SHORT, model_reply_problems, short
@@ -29,6 +32,24 @@ __all__ = ["ModelClientContract"]
 
 #: Calls ``does_not_mutate_messages`` makes on one client, each with a list of its own.
 _MUTATION_CALLS = 3
+
+
+#: The long history of ``does_not_mutate_messages``: messages, and characters at least.
+_LONG_MESSAGES = 300
+_LONG_CHARS = 100_000
+
+
+def _long_history(samples: Sequence[Message]) -> list[Message]:
+    """The samples repeated to :data:`_LONG_MESSAGES` messages, the first user message padded so
+    the whole holds over :data:`_LONG_CHARS` characters; the samples' last message stays last."""
+    repeated = [samples[i % len(samples)] for i in range(_LONG_MESSAGES - len(samples))]
+    history = [*repeated, *samples]
+    size = sum(len(m.content) for m in history)
+    if size <= _LONG_CHARS:
+        first = next((i for i, m in enumerate(history) if m.role == "user"), 0)
+        pad = " " + "context " * ((_LONG_CHARS - size) // 8 + 1)
+        history[first] = Message(role=history[first].role, content=history[first].content + pad)
+    return history
 
 
 def _snapshot(messages: list[Message]) -> list[tuple[int, object, object]]:
@@ -124,14 +145,22 @@ class ModelClientContract(ContractBase):
         suite passes a mutable ``list`` so that such a mutation is possible, and compares after.
         It calls one client several times, each with a list of its own, and compares every list
         after every later call too: a client that keeps a reference to an earlier call's list
-        (to append that reply next time, or to normalise a cached prefix) breaks it late.
+        (to append that reply next time, or to normalise a cached prefix) breaks it late. The
+        last call passes a long history — the samples repeated to 300 messages and over 100 000
+        characters — where a client that trims old messages in place to fit a window shows it
+        (that call may raise; its list must be unchanged all the same).
         """
         samples = require_samples(model_samples, ModelSamples, "model_samples")
         given: list[tuple[list[Message], list[tuple[int, object, object]]]] = []
-        for call in range(1, _MUTATION_CALLS + 1):
-            messages = list(samples.messages)
+        for call in range(1, _MUTATION_CALLS + 2):
+            long = call == _MUTATION_CALLS + 1
+            messages = _long_history(samples.messages) if long else list(samples.messages)
             given.append((messages, _snapshot(messages)))
-            await _call(model_client, messages)
+            if long:  # a client may refuse a history this long: only the list matters here
+                with contextlib.suppress(Exception):
+                    await _call(model_client, messages)
+            else:
+                await _call(model_client, messages)
             for earlier, (passed, before) in enumerate(given, start=1):
                 after = _snapshot(passed)
                 when = "during that call" if earlier == call else f"during call {call}"
@@ -140,6 +169,41 @@ class ModelClientContract(ContractBase):
                     f"before: {short([(r, c) for _, r, c in before], 400)}\n"
                     f"after:  {short([(r, c) for _, r, c in after], 400)}"
                 )
+
+    async def test_reads_golden_responses(
+        self, model_client: ModelClient, model_samples: ModelSamples
+    ) -> None:
+        """Each golden response body gives exactly the reply the implementer stated — on a
+        client of its own, and in turn on one client.
+
+        ``returns_a_model_reply`` checks the reply's shape, not its content: a client that
+        reads the wrong choice, drops the usage's nested counts, keeps the previous call's id
+        or takes ``finish_reason`` from another field returns a well-formed reply the run then
+        logs as what the model said. Checked when ``model_samples.golden_responses`` gives
+        (JSON body, ``ModelReply``) pairs: the kit serves each body (HTTP 200) to a client the
+        factory builds, each on a client of its own, then all of them in turn, twice, on one
+        client; every reply must equal the stated one field for field and type for type.
+        """
+        samples = require_samples(model_samples, ModelSamples, "model_samples")
+        if not samples.golden_responses or samples.failing_client_factory is None:
+            unverifiable(
+                promise="each golden response body gives exactly the reply stated for it",
+                why=(
+                    "model_samples.golden_responses is empty: the kit does not know what a "
+                    "response must give"
+                ),
+                verify_yourself=(
+                    "give ModelSamples(..., failing_client_factory=..., failure_bound_s=..., "
+                    "golden_responses=[(response_body_dict, ModelReply(...)), ...]) and the kit "
+                    "serves each body to your client; or serve recorded responses to your client "
+                    "yourself and compare every field of the reply"
+                ),
+            )
+        bound = samples.failure_bound_s or 60.0
+        problems = await golden_problems(
+            samples.failing_client_factory, bound, list(samples.messages), samples.golden_responses
+        )
+        assert not problems, "\n".join(problems)
 
     async def test_cancellation_propagates(
         self, model_client: ModelClient, model_samples: ModelSamples

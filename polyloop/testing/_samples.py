@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from polyloop.types import Action, Message, ModelReply
+from polyloop.types import Action, FinalAnswer, InvalidDecision, Message, ModelReply, ParsedReply
 
-__all__ = ["ActionSamples", "EventSinkSamples", "ModelSamples", "ParserSamples", "StoreSamples"]
+__all__ = [
+    "GOLDEN_VARIATIONS",
+    "ActionSamples",
+    "EventSinkSamples",
+    "ModelSamples",
+    "ParserSamples",
+    "StoreSamples",
+]
 
 _FACTORY = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 #: The longest failure bound a suite waits for: the suite must stay bounded.
@@ -167,6 +174,60 @@ class ActionSamples:
             )
 
 
+#: The variations a parser's format may allow around a golden reply (``golden_variations``).
+GOLDEN_VARIATIONS: Mapping[str, str] = {
+    "whitespace": "blank lines before the reply, spaces, tabs and line breaks after it",
+    "prose_before": "a paragraph of prose before the decision",
+    "prose_after": "a paragraph of prose after an action (not after a final answer)",
+    "argument_text": (
+        "a string argument of an action without quotes, backslashes or control characters — or, "
+        "for an action without a tool, its text — that "
+        "appears exactly once in the reply, replaced by letters, digits, spaces, € and emoji (no "
+        "quotes, backslashes, brackets or line breaks)"
+    ),
+}
+
+
+def _golden(value: object) -> tuple[tuple[ModelReply, ParsedReply], ...]:
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise TypeError(
+            "ParserSamples.golden must be a sequence of (reply, decision) pairs, "
+            f"got {type(value).__name__}"
+        )
+    pairs = []
+    for index, pair in enumerate(value):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise TypeError(
+                f"ParserSamples.golden[{index}] must be a (reply, decision) pair, got {pair!r:.80}"
+            )
+        reply, decision = pair
+        if isinstance(reply, str):
+            reply = ModelReply(text=reply)
+        _require("ParserSamples", f"golden[{index}][0]", reply, ModelReply)
+        if not isinstance(decision, Action | FinalAnswer | InvalidDecision):
+            raise TypeError(
+                f"ParserSamples.golden[{index}][1] must be the Action, FinalAnswer or "
+                f"InvalidDecision the reply parses to, got {type(decision).__name__}"
+            )
+        pairs.append((reply, decision))
+    return tuple(pairs)
+
+
+def _golden_variations(value: object) -> frozenset[str]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"ParserSamples.golden_variations must be a set of names, got {type(value).__name__}"
+        )
+    names = frozenset(value)
+    unknown = sorted(map(repr, names - set(GOLDEN_VARIATIONS)))
+    if unknown:
+        raise ValueError(
+            f"ParserSamples.golden_variations: unknown {', '.join(unknown)}; known: "
+            f"{', '.join(sorted(GOLDEN_VARIATIONS))}"
+        )
+    return names
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParserSamples:
     """Replies in the format your parser reads.
@@ -183,12 +244,25 @@ class ParserSamples:
       the test process's ``sys.path``); called with no arguments it returns your parser,
       configured like the one your fixture returns. The suite parses the same replies in child
       processes started with different ``PYTHONHASHSEED`` values and compares the results.
+
+    Optional, to have ``parses_golden_samples`` checked:
+
+    * ``golden`` — ``(reply, decision)`` pairs (a reply may be given as its text): what each
+      reply must parse to, exactly. An ``Action`` or ``FinalAnswer`` must come back equal,
+      field for field and type for type; an ``InvalidDecision`` by branch only (its feedback
+      wording is yours). Give one pair per form your format has.
+    * ``golden_variations`` — the names of :data:`GOLDEN_VARIATIONS` your format allows: the
+      kit then builds each variation of each golden reply at every boundary size and demands
+      the same decision (with ``argument_text``, the argument replaced — in the action's
+      text too, where the text shows the value once).
     """
 
     action_reply: ModelReply
     invalid_reply: ModelReply
     final_reply: ModelReply | None = None
     factory: str | None = None
+    golden: Sequence[tuple[ModelReply | str, ParsedReply]] = ()
+    golden_variations: Iterable[str] = frozenset()
 
     def __post_init__(self) -> None:
         _require("ParserSamples", "action_reply", self.action_reply, ModelReply)
@@ -201,6 +275,10 @@ class ParserSamples:
                 "ParserSamples.factory must name an importable callable as "
                 f"'package.module:callable' (it takes no arguments), got {self.factory!r}"
             )
+        object.__setattr__(self, "golden", _golden(self.golden))
+        object.__setattr__(self, "golden_variations", _golden_variations(self.golden_variations))
+        if self.golden_variations and not self.golden:
+            raise ValueError("ParserSamples.golden_variations vary golden replies: give golden")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -219,11 +297,17 @@ class ModelSamples:
     answer — one client per failure, all at once. ``failure_bound_s`` is the time within which
     your client gives up, retries and timeouts included (at most 60 s): a deadline for the
     whole request, not only a timeout per read.
+
+    Optional, to have ``reads_golden_responses`` checked (needs the factory):
+    ``golden_responses`` — ``(body, reply)`` pairs: the JSON body of a chat completion the kit
+    serves (HTTP 200, ``application/json``) and the ``ModelReply`` your client must return for
+    it, equal field for field and type for type.
     """
 
     messages: Sequence[Message]
     failing_client_factory: Callable[[str], Any] | None = None
     failure_bound_s: float | None = None
+    golden_responses: Sequence[tuple[Mapping[str, Any], ModelReply]] = ()
 
     def __post_init__(self) -> None:
         messages: object = self.messages
@@ -238,6 +322,34 @@ class ModelSamples:
             _require("ModelSamples", f"messages[{index}]", message, Message)
         object.__setattr__(self, "messages", tuple(self.messages))
         _check_failure_bound(self.failing_client_factory, self.failure_bound_s)
+        object.__setattr__(self, "golden_responses", _golden_responses(self.golden_responses))
+        if self.golden_responses and self.failing_client_factory is None:
+            raise ValueError(
+                "ModelSamples.golden_responses are served to a client the kit builds: give "
+                "failing_client_factory and failure_bound_s too"
+            )
+
+
+def _golden_responses(value: object) -> tuple[tuple[Mapping[str, Any], ModelReply], ...]:
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise TypeError(
+            "ModelSamples.golden_responses must be a sequence of (response body, ModelReply) "
+            f"pairs, got {type(value).__name__}"
+        )
+    pairs = []
+    for index, pair in enumerate(value):
+        if (
+            not isinstance(pair, tuple | list)
+            or len(pair) != 2
+            or not isinstance(pair[0], Mapping)
+            or not isinstance(pair[1], ModelReply)
+        ):
+            raise TypeError(
+                f"ModelSamples.golden_responses[{index}] must be a (dict of the JSON response "
+                f"body, ModelReply) pair, got {pair!r:.80}"
+            )
+        pairs.append((pair[0], pair[1]))
+    return tuple(pairs)
 
 
 def _check_failure_bound(factory: object, bound: object) -> None:

@@ -12,7 +12,7 @@ import pytest_asyncio
 
 from polyloop.models import OpenAIChatModel
 from polyloop.testing import ModelClientContract, ModelSamples
-from polyloop.types import Message
+from polyloop.types import Message, ModelReply
 
 _COMPLETION = json.dumps(
     {
@@ -56,6 +56,87 @@ def failing_openai_client(base_url: str) -> OpenAIChatModel:
     return OpenAIChatModel("m", base_url=base_url, api_key="k", max_retries=1, timeout_s=0.25)
 
 
+def _completion(message: dict[str, object], **fields: object) -> dict[str, object]:
+    body: dict[str, object] = {
+        "id": "chatcmpl-golden",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m-2026",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+    }
+    return {**body, **fields}
+
+
+# What each chat-completions response must give (reads_golden_responses).
+GOLDEN_RESPONSES = [
+    (
+        _completion(
+            {"role": "assistant", "content": "ok"},
+            usage={"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+        ),
+        ModelReply(
+            text="ok",
+            call_id="chatcmpl-golden",
+            usage={"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+            model="m-2026",
+            finish_reason="stop",
+        ),
+    ),
+    (
+        {
+            **_completion({"role": "assistant", "content": '日本語 😀\n{"tool": "x"}'}),
+            "id": "chatcmpl-2",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "length",
+                    "message": {"role": "assistant", "content": '日本語 😀\n{"tool": "x"}'},
+                },
+                {
+                    "index": 1,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "the second choice"},
+                },
+            ],
+            "usage": {
+                "prompt_tokens": 10,
+                "completion_tokens": 20,
+                "total_tokens": 30,
+                "completion_tokens_details": {"reasoning_tokens": 5},
+                "cost": 0.25,
+            },
+        },
+        ModelReply(
+            text='日本語 😀\n{"tool": "x"}',
+            call_id="chatcmpl-2",
+            usage={
+                "prompt_tokens": 10,
+                "completion_tokens": 20,
+                "total_tokens": 30,
+                "completion_tokens_details.reasoning_tokens": 5,
+                "cost": 0.25,
+            },
+            model="m-2026",
+            finish_reason="length",
+        ),
+    ),
+    (
+        _completion(
+            {"role": "assistant", "content": None, "reasoning_content": "thinking it over"},
+            id="chatcmpl-3",
+        ),
+        ModelReply(
+            text="",
+            reasoning="thinking it over",
+            call_id="chatcmpl-3",
+            usage={},
+            model="m-2026",
+            finish_reason="stop",
+        ),
+    ),
+]
+
+
 class TestOpenAIChatModelContract(ModelClientContract):
     @pytest_asyncio.fixture
     async def model_client(  # type: ignore[override]  # pytest types a fixture as an object
@@ -73,4 +154,6 @@ class TestOpenAIChatModelContract(ModelClientContract):
             failing_client_factory=failing_openai_client,
             # Its deadline is 1 s; 5 s leaves room for a loaded machine.
             failure_bound_s=5.0,
+            # What each response must give, served to a client of the same factory.
+            golden_responses=GOLDEN_RESPONSES,
         )

@@ -52,11 +52,13 @@ SPEC_CATALOGUE = {
     "decision_parser.recognises_its_final_answer_sample": "checked",
     "decision_parser.action_is_serialisable": "checked",
     "decision_parser.is_deterministic_across_processes": "checked",  # with its opt-in sample
+    "decision_parser.parses_golden_samples": "checked",  # with its opt-in sample
     "model_client.returns_a_model_reply": "checked",
     "model_client.call_id_is_never_empty_string": "checked",
     "model_client.does_not_mutate_messages": "checked",
     "model_client.cancellation_propagates": "checked",
     "model_client.failure_is_an_exception": "checked",  # with its opt-in sample
+    "model_client.reads_golden_responses": "checked",  # with its opt-in sample
     "event_sink.accepts_every_event_kind": "checked",
     "event_sink.concurrent_emits_are_safe": "checked",
     "event_sink.cancellation_propagates": "checked",

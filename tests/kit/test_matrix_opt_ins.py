@@ -20,9 +20,9 @@ from tests.kit._sandbox import run_sandbox
 
 OPT_IN: dict[str, frozenset[str]] = {
     # Its breakers and their twins: test_matrix_parsers.py.
-    "decision_parser": frozenset({"is_deterministic_across_processes"}),
+    "decision_parser": frozenset({"is_deterministic_across_processes", "parses_golden_samples"}),
     "run_store": frozenset({"atomic_append", "prefix_durability", "survives_power_loss"}),
-    "model_client": frozenset({"failure_is_an_exception"}),
+    "model_client": frozenset({"failure_is_an_exception", "reads_golden_responses"}),
     "action_executor": frozenset(
         {
             "status_trigger_conditions",
@@ -74,6 +74,7 @@ _NEW_EXECUTOR_OPT_INS = frozenset(
 _NO_LEAK_SAMPLE = frozenset({"cancelled_action_does_not_leak"})
 # The threaded executors give keeps_printing only.
 _NO_BREAK_SAMPLES = (_NEW_EXECUTOR_OPT_INS - _NO_LEAK_SAMPLE) | {"failure_is_a_return_value"}
+_NO_GOLDEN = frozenset({"reads_golden_responses"})  # cases that give no golden responses
 _TORN = "is not a prefix of what was appended|raised ValueError"
 CASES: dict[str, SeamCases] = {
     "run_store": SeamCases(
@@ -110,16 +111,24 @@ CASES: dict[str, SeamCases] = {
         "broken.ReferenceModel()",
         "model_samples",
         (
-            Case("HttpModel", "broken.opt_in_model_samples(broken.HttpModel)"),
+            Case("HttpModel", "broken_model_axes.golden_samples(broken.HttpModel)"),
             Case(
                 "ErrorTextOn500",
                 "broken.opt_in_model_samples(broken.ErrorTextOn500)",
                 {"failure_is_an_exception": "HTTP 500 .*returned ModelReply"},
+                without=_NO_GOLDEN,
             ),
             Case(
                 "HangsPastItsBound",
                 "broken.opt_in_model_samples(broken.HangsPastItsBound)",
                 {"failure_is_an_exception": "never-replies.*still running after failure_bound_s"},
+                without=_NO_GOLDEN,
+            ),
+            Case(
+                "ReadsTheLastChoice",
+                "broken_model_axes.golden_samples(broken_model_axes.ReadsTheLastChoice)",
+                {"reads_golden_responses": r"golden_responses\[1\].*'the chosen one'"},
+                impl_expr="broken.ReferenceModel()",
             ),
         ),
     ),
@@ -249,8 +258,9 @@ def test_each_opt_in_promise_is_kept_by_the_correct_and_broken_by_the_broken(
     broken_somewhere = set().union(*(case.breaks for case in cases.cases))
     assert broken_somewhere == here, "every opt-in promise needs a breaker"
     assert {spec.name for spec in BUILTIN_SUITES[seam].promises()} >= OPT_IN[seam]
-    body = "import dataclasses\nfrom tests.kit import broken_executors\n" + "\n".join(
-        _source(seam, cases, c) for c in cases.cases
+    body = (
+        "import dataclasses\nfrom tests.kit import broken_executors, broken_model_axes\n"
+        + "\n".join(_source(seam, cases, c) for c in cases.cases)
     )
     outcomes = run_sandbox(pytester, body, "-k", " or ".join(sorted(here)))
 

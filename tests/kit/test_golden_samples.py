@@ -1,0 +1,111 @@
+"""The golden-sample fields validate what they are given, and their probes' building blocks
+hold at their edges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from polyloop import Action, FinalAnswer, InvalidDecision, Message, ModelReply
+from polyloop.testing import GOLDEN_VARIATIONS, ModelSamples, ParserSamples
+from polyloop.testing._golden import GOLDEN_SIZES, Case, cases_of, fill, judge, two_decisions
+
+_BASE: dict[str, Any] = {
+    "action_reply": ModelReply(text="a"),
+    "invalid_reply": ModelReply(text="b"),
+}
+_ACTION = Action(text="x", tool_name="t", tool_args={"q": "value"})
+
+
+def test_golden_takes_pairs_and_stores_replies() -> None:
+    samples = ParserSamples(
+        **_BASE, golden=[("t value", _ACTION)], golden_variations=["whitespace"]
+    )
+    assert samples.golden == ((ModelReply(text="t value"), _ACTION),)
+    assert samples.golden_variations == frozenset({"whitespace"})
+
+
+@pytest.mark.parametrize(
+    "golden",
+    ["a text", {"a": _ACTION}, [("only one",)], [("t", "not a decision")], [(42, _ACTION)], 7],
+)
+def test_golden_refuses_anything_but_reply_decision_pairs(golden: object) -> None:
+    with pytest.raises(TypeError, match=r"ParserSamples\.golden"):
+        ParserSamples(**_BASE, golden=golden)  # type: ignore[arg-type]
+
+
+def test_golden_variations_must_be_known_names_and_need_golden() -> None:
+    with pytest.raises(ValueError, match="unknown 'sideways'"):
+        ParserSamples(**_BASE, golden=[("t", _ACTION)], golden_variations={"sideways"})
+    with pytest.raises(TypeError, match="set of names"):
+        ParserSamples(**_BASE, golden=[("t", _ACTION)], golden_variations="whitespace")
+    with pytest.raises(ValueError, match="give golden"):
+        ParserSamples(**_BASE, golden_variations={"whitespace"})
+    assert set(GOLDEN_VARIATIONS) == {"whitespace", "prose_before", "prose_after", "argument_text"}
+
+
+def test_golden_responses_need_the_factory_and_pairs() -> None:
+    messages = [Message(role="user", content="hi")]
+    with pytest.raises(ValueError, match="failing_client_factory"):
+        ModelSamples(messages=messages, golden_responses=[({"id": "x"}, ModelReply(text="x"))])
+    with pytest.raises(TypeError, match=r"golden_responses\[0\]"):
+        ModelSamples(
+            messages=messages,
+            failing_client_factory=lambda url: None,
+            failure_bound_s=1.0,
+            golden_responses=[("not a body", ModelReply(text="x"))],  # type: ignore[list-item]
+        )
+
+
+@pytest.mark.parametrize("size", GOLDEN_SIZES)
+def test_fill_has_the_size_and_starts_and_ends_with_a_letter(size: int) -> None:
+    for which in range(3):
+        text = fill(size, which)
+        assert len(text) == size
+        if size:
+            assert text[0].isalpha()
+            assert text[-1].isalpha()
+            assert not set(text) & set('"\\{}[]()<>`\n\r\t')
+
+
+def test_argument_text_replaces_the_argument_and_the_text_where_it_shows_once() -> None:
+    reply = ModelReply(text='call t {"q": "value"}')
+    action = Action(text='t {"q": "value"}', tool_name="t", tool_args={"q": "value"})
+    cases = cases_of(((reply, action),), frozenset({"argument_text"}), (0, 5))
+    replaced = [c for c in cases if "5 characters" in c.label]
+    assert replaced
+    for case in replaced:
+        assert isinstance(case.expected, Action)
+        new = case.expected.tool_args["q"] if case.expected.tool_args else None
+        assert isinstance(new, str)
+        assert len(new) == 5
+        assert case.reply.text == f'call t {{"q": "{new}"}}'
+        assert case.expected.text == f't {{"q": "{new}"}}'
+    empty = [c for c in cases if "0 characters" in c.label]
+    assert empty
+    assert all(c.first_or_invalid for c in empty)
+
+
+def test_two_decisions_accept_the_first_or_invalid_and_name_the_second() -> None:
+    reply = ModelReply(text="do value")
+    action = Action(text="value", tool_name="do", tool_args={"a": "value"})
+    case = next(c for c in two_decisions(((reply, action),)) if c.label.startswith("golden"))
+    assert judge(lambda r: action, case) is None
+    assert judge(lambda r: InvalidDecision(feedback="no"), case) is None
+    second = Action(text="other", tool_name="do", tool_args={"a": "other"})
+    assert "never the second or a blend" in (judge(lambda r: second, case) or "")
+
+
+def test_judge_matches_invalid_by_branch_and_demands_feedback() -> None:
+    case = Case("c", ModelReply(text="x"), InvalidDecision(feedback="stated"))
+    assert judge(lambda r: InvalidDecision(feedback="other words"), case) is None
+    assert "blank feedback" in (judge(lambda r: InvalidDecision(feedback=" "), case) or "")
+    assert "not an InvalidDecision" in (judge(lambda r: FinalAnswer(text="x"), case) or "")
+
+
+def test_an_escaped_argument_is_not_replaced() -> None:
+    reply = ModelReply(text='{"tool": "cd", "dir": "C:\\\\"}')
+    action = Action(text="cd", tool_name="cd", tool_args={"dir": "C:\\"})
+    cases = cases_of(((reply, action),), frozenset({"argument_text"}), (1, 5))
+    assert [c.label for c in cases] == ["golden[0]"]
