@@ -233,7 +233,7 @@ class Action:
         except (TypeError, ValueError) as exc:
             if "Out of range float" in str(exc):  # NaN, Infinity, or 1e400 read as inf
                 told = (
-                    "A number in the arguments is not finite (NaN, Infinity, or too large); "
+                    "A number in the arguments is not finite (NaN, Infinity, or out of range); "
                     "use a finite number, or a string."
                 )
             else:

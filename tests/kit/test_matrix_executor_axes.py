@@ -66,7 +66,8 @@ def test_each_breaker_fails_the_count_promise_and_its_twin_keeps_every_promise(
                 problems.append(f"{impl}: {spec.name} did not run")
                 continue
             want = "passed"
-            if spec.name == _SUBSTITUTION:
+            # polyloop keeps the substitution; the axes' samples give no keeps_printing action
+            if spec.name in (_SUBSTITUTION, "cancelled_action_does_not_leak"):
                 want = "skipped"
             elif spec.name == PROMISE and impl in breaks:
                 want = "failed"

@@ -366,7 +366,7 @@ def test_a_crash_probe_that_cannot_run_is_unverifiable_with_its_reason(
     outcomes = run_sandbox(
         pytester, _HEADER + _source(store), "-k", "atomic_append or prefix_durability"
     )
-    for name in sorted(_CRASH):
+    for name in sorted(_KILLS):
         got = outcomes[("TestOwnedByOneProcess", f"test_{name}")]
         assert got.outcome == "skipped", f"{name}: {got.outcome}\n{got.longrepr}"
         assert "cannot be checked here: the crash probe could not run" in got.longrepr, name

@@ -81,7 +81,8 @@ def test_a_timeout_passes_but_is_counted_as_a_timeout_not_as_killed(
     reading = _results(tmp_path, "report-reading", {RENDER: "timeout", DIFF: "killed"})
     assert check.check(_equivalents(tmp_path), [reading]) == 0
     out = capsys.readouterr().out
-    assert "polyloop.report: 2 mutants: killed 1, timeout 1" in out
+    assert "polyloop.report._diff: 1 mutants: killed 1" in out
+    assert "polyloop.report._text: 1 mutants: timeout 1" in out
     assert f"TIMEOUT (counted apart, not as killed): {RENDER}" in out
 
 
@@ -91,7 +92,7 @@ def test_a_kill_in_one_group_outweighs_a_timeout_in_another(
     reading = _results(tmp_path, "report-reading", {DIFF: "timeout"})
     slice_ = _results(tmp_path, "slice", {DIFF: "killed"})
     assert check.check(_equivalents(tmp_path), [reading, slice_]) == 0
-    assert "polyloop.report: 1 mutants: killed 1" in capsys.readouterr().out
+    assert "polyloop.report._diff: 1 mutants: killed 1" in capsys.readouterr().out
 
 
 def _child(tmp_path: Path, *names: str) -> Path:
@@ -105,7 +106,9 @@ def test_a_mutant_killed_in_a_child_is_listed_apart_from_the_equivalents(
 ) -> None:
     reading = _results(tmp_path, "report-reading", {RENDER: "survived", DIFF: "killed"})
     assert check.check(_equivalents(tmp_path), [reading], _child(tmp_path, RENDER)) == 0
-    assert "polyloop.report: 2 mutants: killed 1, killed in a child 1" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "polyloop.report._diff: 1 mutants: killed 1" in out
+    assert "polyloop.report._text: 1 mutants: killed in a child 1" in out
     killed_here = _results(tmp_path, "report-reading", {RENDER: "killed"})
     assert check.check(_equivalents(tmp_path), [killed_here], _child(tmp_path, RENDER)) == 1
 
