@@ -35,7 +35,7 @@ from polyloop.testing._sample_records import started
 from polyloop.testing._samples import EventSinkSamples
 from polyloop.testing._shapes import SHORT, mismatch, short
 from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
-from polyloop.testing._span_delivery import span_delivery_problems
+from polyloop.testing._span_delivery import count_problems, span_delivery_problems
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -207,25 +207,13 @@ def _delivery_problems(emitted: Sequence[Event], delivered: Sequence[Event]) -> 
     """What differs between the events emitted and the ones delivered (the probe's runs only)."""
     expected = {(e.run_id, e.sequence): e for e in emitted}
     counts = Counter((e.run_id, e.sequence) for e in delivered)
-    problems: list[str] = []
-    lost = [key for key in expected if counts[key] == 0]
-    if lost:
-        problems.append(
-            f"{len(lost)} of {len(expected)} events were never delivered (first: run "
-            f"{lost[0][0]} sequence {lost[0][1]}, a {expected[lost[0]].record.kind})"
-        )
-    twice = sorted(key for key, n in counts.items() if n > 1)
-    if twice:
-        problems.append(
-            f"{len(twice)} events were delivered more than once (first: run {twice[0][0]} "
-            f"sequence {twice[0][1]}, {counts[twice[0]]} times)"
-        )
-    unknown = sorted(key for key in counts if key not in expected)
-    if unknown:
-        problems.append(
-            f"{len(unknown)} delivered events were never emitted (first: run {unknown[0][0]} "
-            f"sequence {unknown[0][1]})"
-        )
+    problems = count_problems(
+        expected,
+        counts,
+        lost="were never delivered",
+        twice="were delivered more than once",
+        unknown="delivered events were never emitted",
+    )
     seen: set[tuple[str, int]] = set()
     changed = 0
     first: str | None = None

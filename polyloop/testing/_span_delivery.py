@@ -175,29 +175,51 @@ def _changed(expected: Mapping[_Key, Event], carried: list[tuple[_Key, Any]]) ->
     return [] if first is None else [f"{changed} events were delivered changed; first: {first}"]
 
 
+def count_problems(
+    expected: Mapping[tuple[str, int], Event],
+    counts: Mapping[tuple[str, int], int],
+    *,
+    lost: str,
+    twice: str,
+    unknown: str,
+    lost_hint: str = "",
+) -> list[str]:
+    """Events (by run and sequence) that arrived no time, more than once, or without being
+    emitted, in the words of the channel they arrive through (delivered, carried by spans)."""
+    problems: list[str] = []
+    missing = [key for key in expected if counts.get(key, 0) == 0]
+    if missing:
+        first = missing[0]
+        problems.append(
+            f"{len(missing)} of {len(expected)} events {lost} (first: run {first[0]} sequence "
+            f"{first[1]}, a {expected[first].record.kind}){lost_hint}"
+        )
+    repeated = sorted(key for key, n in counts.items() if n > 1)
+    if repeated:
+        problems.append(
+            f"{len(repeated)} events {twice} (first: run {repeated[0][0]} sequence "
+            f"{repeated[0][1]}, {counts[repeated[0]]} times)"
+        )
+    strangers = sorted(key for key in counts if key not in expected)
+    if strangers:
+        problems.append(
+            f"{len(strangers)} {unknown} (first: run {strangers[0][0]} sequence {strangers[0][1]})"
+        )
+    return problems
+
+
 def span_delivery_problems(emitted: Sequence[Event], spans: Sequence[Any]) -> list[str]:
     """What differs between the events emitted and what the spans carry (the probe's runs)."""
     expected = {(e.run_id, e.sequence): e for e in emitted}
     carried, problems = _carried(spans)
     mine = [(key, span) for key, span in carried if key[0] in {k[0] for k in expected}]
     counts = Counter(key for key, _ in mine)
-    lost = [key for key in expected if counts[key] == 0]
-    if lost:
-        problems.append(
-            f"{len(lost)} of {len(expected)} events are carried by no exported span (first: run "
-            f"{lost[0][0]} sequence {lost[0][1]}, a {expected[lost[0]].record.kind}); a span "
-            f"names the events it carries in {EVENT_SEQUENCES}"
-        )
-    twice = sorted(key for key, n in counts.items() if n > 1)
-    if twice:
-        problems.append(
-            f"{len(twice)} events are carried more than once (first: run {twice[0][0]} "
-            f"sequence {twice[0][1]}, {counts[twice[0]]} times)"
-        )
-    unknown = sorted(key for key in counts if key not in expected)
-    if unknown:
-        problems.append(
-            f"{len(unknown)} events carried by spans were never emitted (first: run "
-            f"{unknown[0][0]} sequence {unknown[0][1]})"
-        )
+    problems += count_problems(
+        expected,
+        counts,
+        lost="are carried by no exported span",
+        lost_hint=f"; a span names the events it carries in {EVENT_SEQUENCES}",
+        twice="are carried more than once",
+        unknown="events carried by spans were never emitted",
+    )
     return problems + _changed(expected, mine)
