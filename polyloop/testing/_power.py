@@ -484,17 +484,21 @@ def _scratch() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
-_PROBED: dict[str, PowerFindings] = {}
+# Keyed by everything the findings depend on: the same factory under another tracer (one that
+# may not trace) or another seed is another probe.
+_PROBED: dict[tuple[str, int, str | None], PowerFindings] = {}
 
 
 async def power_findings(factory: str) -> PowerFindings:
-    """The probe's findings for ``factory``, run once per process, in a temporary directory
-    removed however the probe ends. A trace the probe cannot replay is not judged."""
-    if factory not in _PROBED:
-        seed = int(os.environ.get("POLYLOOP_POWER_SEED", DEFAULT_SEED))
+    """The probe's findings for ``factory``, run once per process for each tracer and seed, in
+    a temporary directory removed however the probe ends. A trace the probe cannot replay is
+    not judged."""
+    seed = int(os.environ.get("POLYLOOP_POWER_SEED", DEFAULT_SEED))
+    key = (factory, seed, shutil.which("strace"))
+    if key not in _PROBED:
         with tempfile.TemporaryDirectory(prefix="polyloop-power-", dir=_scratch()) as directory:
             try:
-                _PROBED[factory] = await run_power_probe(factory, Path(directory), seed)
+                _PROBED[key] = await run_power_probe(factory, Path(directory), seed)
             except (Unmodelable, TraceError) as error:
-                _PROBED[factory] = PowerFindings(seed=seed, not_judged=str(error))
-    return _PROBED[factory]
+                _PROBED[key] = PowerFindings(seed=seed, not_judged=str(error))
+    return _PROBED[key]

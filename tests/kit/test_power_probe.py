@@ -153,3 +153,28 @@ def test_a_probe_that_times_out_leaves_no_process_and_no_file(tmp_path: Path) ->
     assert b"TimeoutError" in err, err.decode()[-2000:]
     time.sleep(0.2)
     assert _leftovers(tmp_path) == []
+
+
+@NEEDS_STRACE
+def test_a_finding_is_not_reused_under_another_tracer_or_seed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Findings are kept per process; one made with a working strace must not answer for a
+    tracer that cannot trace (CI ran the kit's matrices first in the same worker and reported
+    the refusing tracer's probe as passed), nor for another seed."""
+    import asyncio
+
+    from polyloop.testing import _power
+
+    factory = "tests.kit.broken_stores:SyncedLineFileStore"
+    first = asyncio.run(_power.power_findings(factory))
+    assert first.not_judged is None
+    assert first.crash_points > 0
+    monkeypatch.setenv("POLYLOOP_POWER_SEED", str(first.seed + 1))
+    assert asyncio.run(_power.power_findings(factory)).seed == first.seed + 1
+    fake = tmp_path / "strace"
+    fake.write_text("#!/bin/sh\necho 'strace: ptrace(PTRACE_TRACEME, ...): refused' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(_power.TracerUnavailable, match="refused"):
+        asyncio.run(_power.power_findings(factory))
