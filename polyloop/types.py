@@ -462,6 +462,7 @@ class _JsonRecord:
         return record_to_json(self, self.kind, walk=isinstance(self, RunStarted))
 
 
+# shared shape, kept on purpose: table of data: each record kind's fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunStarted(_JsonRecord):
     """Record 0 of every log."""
@@ -505,6 +506,7 @@ class ModelReplied(_JsonRecord):
     schema_version: str = SCHEMA_VERSION
 
 
+# shared shape, kept on purpose: table of data: each record kind's fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ActionIntent(_JsonRecord):
     """Written before an action is executed."""
@@ -515,6 +517,7 @@ class ActionIntent(_JsonRecord):
     schema_version: str = SCHEMA_VERSION
 
 
+# shared shape, kept on purpose: table of data: each record kind's fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepCompleted(_JsonRecord):
     """A finished step. ``executor_observation`` keeps the executor's text when the library
@@ -531,6 +534,7 @@ class StepCompleted(_JsonRecord):
     schema_version: str = SCHEMA_VERSION
 
 
+# shared shape, kept on purpose: table of data: each record kind's fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunFinished(_JsonRecord):
     """The last record of a finished run."""

@@ -559,6 +559,7 @@ def _set_up(agent: object, given: tuple[Any, ...], *, store_optional: bool) -> _
     return _Seams(model, parser, executor, store, NullSink() if events is None else events)
 
 
+# shared shape, kept on purpose: protocol signature: the seams and options every run takes
 async def run(
     agent: AgentDefinition,
     goal: str,

@@ -36,7 +36,12 @@ from polyloop.testing._cancel_leak import (
 )
 from polyloop.testing._raised import raised_by_the_implementation
 from polyloop.testing._samples import ActionSamples
-from polyloop.testing._shapes import SHORT, action_outcome_problems, short
+from polyloop.testing._shapes import (
+    SHORT,
+    action_outcome_problems,
+    assert_correctable,
+    short,
+)
 from polyloop.testing._skips import kept_by_polyloop, not_applicable, unverifiable
 from polyloop.types import Action, ActionOutcome, ActionStatus
 
@@ -439,9 +444,9 @@ class ActionExecutorContract(ContractBase):
                 "action's own error must be reported as executed (an observation the model can "
                 f"correct), not as {outcome.status!s} (observation {short(outcome.observation)})"
             )
-            assert outcome.observation.strip() != "", (
-                f"the failing sample action_samples.{which} came back executed with an empty "
-                "observation: the model has nothing to correct itself from"
+            assert_correctable(
+                outcome.observation,
+                f"the observation of the failing sample action_samples.{which} (executed)",
             )
 
     async def test_repeated_execution_keeps_status(
@@ -585,6 +590,7 @@ class ActionExecutorContract(ContractBase):
         is ``action_error_is_a_normal_observation_not_an_env_error``, ``env_error`` is
         ``failure_is_a_return_value``.
         """
+        # shared shape, kept on purpose: table of data: the promise's own words when not judged
         samples = require_samples(action_samples, ActionSamples, "action_samples")
         if samples.never_refuses:
             not_applicable(
@@ -633,6 +639,7 @@ class ActionExecutorContract(ContractBase):
         raise: the session an executor dropped on the first failure must not turn the second
         call into an ``AttributeError``.
         """
+        # shared shape, kept on purpose: table of data: the promise's own words when not judged
         samples = require_samples(action_samples, ActionSamples, "action_samples")
         if samples.break_environment is None:
             unverifiable(

@@ -37,7 +37,13 @@ from polyloop.testing._durability import _child_env
 from polyloop.testing._golden import golden_sequences, golden_settings, run_sequence
 from polyloop.testing._raised import raised_by_the_implementation
 from polyloop.testing._samples import ParserSamples
-from polyloop.testing._shapes import SHORT, mismatch, parsed_reply_problems, short
+from polyloop.testing._shapes import (
+    SHORT,
+    assert_correctable,
+    mismatch,
+    parsed_reply_problems,
+    short,
+)
 from polyloop.testing._skips import not_applicable, unverifiable
 from polyloop.types import (
     Action,
@@ -451,10 +457,7 @@ class DecisionParserContract(ContractBase):
         decision = _Inputs(decision_parser).sample(
             samples.invalid_reply, "invalid_reply", InvalidDecision
         )
-        assert decision.feedback.strip() != "", (
-            f"the feedback for an invalid reply is blank ({decision.feedback!r}): the model "
-            "would get nothing to correct itself from"
-        )
+        assert_correctable(decision.feedback, "the feedback for parser_samples.invalid_reply")
 
     async def test_recognises_its_final_answer_sample(
         self, decision_parser: DecisionParser, parser_samples: ParserSamples
@@ -499,6 +502,7 @@ class DecisionParserContract(ContractBase):
                 _assert_survives_the_log(variant, reply)
         inputs.done()
 
+    # shared shape, kept on purpose: a Hypothesis probe's decorators and signature
     @golden_settings(max_examples=15)
     @given(data=st.data())
     @example(data=None)
@@ -556,6 +560,7 @@ class DecisionParserContract(ContractBase):
         batch of generated ones are parsed in child processes under different hash seeds, and
         every child must reach the same decision for every reply.
         """
+        # shared shape, kept on purpose: table of data: the promise's own words when not judged
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
         if samples.factory is None:
             unverifiable(

@@ -192,6 +192,7 @@ def _read_back_or_skip(samples: object) -> EventSinkSamples:
                 "what arrives with what was emitted, one for one"
             ),
         )
+    # shared shape, kept on purpose: table of data: the promise's own words when not judged
     checked = require_samples(samples, EventSinkSamples, "sink_samples")
     if checked.delivers_nothing:
         not_applicable(

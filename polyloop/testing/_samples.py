@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from polyloop.types import Action, FinalAnswer, InvalidDecision, Message, ModelReply, ParsedReply
 
@@ -188,28 +188,29 @@ GOLDEN_VARIATIONS: Mapping[str, str] = {
 }
 
 
-def _golden(value: object) -> tuple[tuple[ModelReply, ParsedReply], ...]:
+def _pairs(value: object, field: str, what: str) -> list[tuple[object, object]]:
+    """``value`` as a list of two-item pairs, or the ``TypeError`` that names ``field``."""
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
-        raise TypeError(
-            "ParserSamples.golden must be a sequence of (reply, decision) pairs, "
-            f"got {type(value).__name__}"
-        )
-    pairs = []
+        raise TypeError(f"{field} must be a sequence of {what} pairs, got {type(value).__name__}")
     for index, pair in enumerate(value):
         if not isinstance(pair, tuple | list) or len(pair) != 2:
-            raise TypeError(
-                f"ParserSamples.golden[{index}] must be a (reply, decision) pair, got {pair!r:.80}"
-            )
-        reply, decision = pair
-        if isinstance(reply, str):
-            reply = ModelReply(text=reply)
+            raise TypeError(f"{field}[{index}] must be a {what} pair, got {pair!r:.80}")
+    return [(first, second) for first, second in value]
+
+
+def _golden(value: object) -> tuple[tuple[ModelReply, ParsedReply], ...]:
+    pairs: list[tuple[ModelReply, ParsedReply]] = []
+    for index, (given, decision) in enumerate(
+        _pairs(value, "ParserSamples.golden", "(reply, decision)")
+    ):
+        reply = ModelReply(text=given) if isinstance(given, str) else given
         _require("ParserSamples", f"golden[{index}][0]", reply, ModelReply)
         if not isinstance(decision, Action | FinalAnswer | InvalidDecision):
             raise TypeError(
                 f"ParserSamples.golden[{index}][1] must be the Action, FinalAnswer or "
                 f"InvalidDecision the reply parses to, got {type(decision).__name__}"
             )
-        pairs.append((reply, decision))
+        pairs.append((cast(ModelReply, reply), decision))
     return tuple(pairs)
 
 
@@ -331,24 +332,15 @@ class ModelSamples:
 
 
 def _golden_responses(value: object) -> tuple[tuple[Mapping[str, Any], ModelReply], ...]:
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
-        raise TypeError(
-            "ModelSamples.golden_responses must be a sequence of (response body, ModelReply) "
-            f"pairs, got {type(value).__name__}"
-        )
     pairs = []
-    for index, pair in enumerate(value):
-        if (
-            not isinstance(pair, tuple | list)
-            or len(pair) != 2
-            or not isinstance(pair[0], Mapping)
-            or not isinstance(pair[1], ModelReply)
-        ):
+    what = "(dict of the JSON response body, ModelReply)"
+    for index, (body, reply) in enumerate(_pairs(value, "ModelSamples.golden_responses", what)):
+        if not isinstance(body, Mapping) or not isinstance(reply, ModelReply):
             raise TypeError(
-                f"ModelSamples.golden_responses[{index}] must be a (dict of the JSON response "
-                f"body, ModelReply) pair, got {pair!r:.80}"
+                f"ModelSamples.golden_responses[{index}] must be a {what} pair, got "
+                f"{(body, reply)!r:.80}"
             )
-        pairs.append((pair[0], pair[1]))
+        pairs.append((body, reply))
     return tuple(pairs)
 
 

@@ -39,6 +39,14 @@ def short(value: object, limit: int = SHORT) -> str:
     return shown(value, limit)
 
 
+def assert_correctable(text: str, what: str) -> None:
+    """A text the model is meant to correct itself from (an invalid reply's feedback, a failing
+    action's observation) is never blank; ``what`` says whose text it is."""
+    assert text.strip() != "", (
+        f"{what} is blank ({short(text)}): the model would get nothing to correct itself from"
+    )
+
+
 def _is_str(v: object) -> bool:
     return isinstance(v, str)
 

@@ -19,6 +19,8 @@ from enum import Enum
 from typing import Any
 
 from polyloop.testing._shapes import short
+
+# shared shape, kept on purpose: import list
 from polyloop.types import (
     ActionIntent,
     Event,

@@ -109,3 +109,25 @@ def test_an_escaped_argument_is_not_replaced() -> None:
     action = Action(text="cd", tool_name="cd", tool_args={"dir": "C:\\"})
     cases = cases_of(((reply, action),), frozenset({"argument_text"}), (1, 5))
     assert [c.label for c in cases] == ["golden[0]"]
+
+
+@pytest.mark.parametrize(
+    ("responses", "where"),
+    [
+        ("a text", r"golden_responses must be a sequence"),
+        ({"id": "x"}, r"golden_responses must be a sequence"),
+        (7, r"golden_responses must be a sequence"),
+        ([({"id": "x"},)], r"golden_responses\[0\] must be a \(dict"),
+        ([({"id": "x"}, ModelReply(text="x")), ({"id": "y"}, "y")], r"golden_responses\[1\]"),
+    ],
+)
+def test_golden_responses_refuse_anything_but_body_reply_pairs(
+    responses: object, where: str
+) -> None:
+    with pytest.raises(TypeError, match=r"ModelSamples\." + where):
+        ModelSamples(
+            messages=[Message(role="user", content="hi")],
+            failing_client_factory=lambda url: None,
+            failure_bound_s=1.0,
+            golden_responses=responses,  # type: ignore[arg-type]
+        )
