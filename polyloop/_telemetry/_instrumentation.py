@@ -25,7 +25,7 @@ from polyloop._base._exception_text import exception_text
 from polyloop._telemetry._detail import clean as _clean
 from polyloop._telemetry._detail import detail_attributes, detail_error_type
 from polyloop._telemetry._progress import CAPTURE_CONTENT_KEY
-from polyloop._telemetry._sink import budget_attributes, usage_attributes
+from polyloop._telemetry._sink import ERROR_STOPS, budget_attributes, usage_attributes
 from polyloop._version import __version__
 from polyloop.ports import ModelClient, ModelDescription
 from polyloop.types import (
@@ -65,7 +65,6 @@ _INSTALL_HINT: Final = (
 )
 _SCHEMA_URL: Final = f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
 _log = logging.getLogger("polyloop.otel")
-_ERROR_STOPS: Final = frozenset({StopReason.LLM_ERROR, StopReason.ENV_ERROR})
 # The bucket boundaries the conventions advise for the two GenAI client histograms.
 _TOKEN_BUCKETS: Final = tuple(float(4**n) for n in range(14))
 _DURATION_BUCKETS: Final = tuple(0.01 * 2**n for n in range(14))
@@ -334,7 +333,7 @@ class _RunScope:
             span.set_attribute("polyloop.stop_reason", self.stop)
             span.set_attribute("polyloop.executed_actions", result.executed_actions)
             span.set_attribute("polyloop.steps", len(result.steps))
-            if result.stop_reason in _ERROR_STOPS:
+            if result.stop_reason in ERROR_STOPS:
                 self.error_type = self.stop
                 span.set_attribute("error.type", self.stop)
                 span.set_status(Status(StatusCode.ERROR, f"the run stopped {self.stop}"))

@@ -45,7 +45,11 @@ _INSTALL_HINT: Final = (
     "(opentelemetry-api and opentelemetry-sdk)"
 )
 _INSTRUMENTATION: Final = "polyloop"
-_ERROR_STOPS: Final = frozenset({StopReason.LLM_ERROR, StopReason.ENV_ERROR})
+#: The stops that mark a run's span as failed (the one home of this rule; the instrumentation
+#: reads it too).
+ERROR_STOPS: Final = frozenset(
+    {StopReason.LLM_ERROR, StopReason.ENV_ERROR, StopReason.PARSER_ERROR}
+)
 _FAILED_ACTIONS: Final = frozenset({ActionStatus.NOT_EXECUTED, ActionStatus.ENV_ERROR})
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _INPUT_TOKEN_KEYS: Final = ("input_tokens", "prompt_tokens")
@@ -430,7 +434,7 @@ class OpenTelemetrySink:
         spans.run.set_attribute("polyloop.executed_actions", record.executed_actions)
         if record.final_answer is not None and self.capture_content:
             spans.run.set_attribute("polyloop.final_answer", record.final_answer)
-        if stop in _ERROR_STOPS:
+        if stop in ERROR_STOPS:
             _fail(spans.run, f"the run stopped {stop.value}", stop.value)
         self._mark(spans.run)
         finished_ns = _ns(record.finished_at) or time.time_ns()

@@ -1482,3 +1482,27 @@ async def test_a_drained_batch_run_ends_its_span_without_an_error():
     run_span = telemetry.one("invoke_agent")
     assert run_span.status.status_code is StatusCode.UNSET
     assert "error.type" not in attrs(run_span)
+
+
+@pytest.mark.asyncio
+async def test_a_run_ended_for_its_parser_marks_the_run_as_an_error():
+    """``end_on_parser_error=True`` ends the run ``parser_error``: a failed run, as llm_error
+    and env_error are, not a quiet one."""
+    telemetry = Telemetry()
+    seams = script(final())
+    seams.parser.decisions = {
+        text: ValueError("NaN is not allowed") for text in seams.parser.decisions
+    }
+
+    result = await polyloop.run(
+        agent(),
+        GOAL,
+        **seams.kwargs(),
+        instrumentation=telemetry.instrumentation(),
+        end_on_parser_error=True,
+    )
+
+    assert result.stop_reason is StopReason.PARSER_ERROR
+    run_span = telemetry.one("invoke_agent")
+    assert attrs(run_span)["error.type"] == "parser_error"
+    assert run_span.status.status_code is StatusCode.ERROR

@@ -735,3 +735,26 @@ async def test_a_tool_name_the_model_made_up_names_no_span_of_the_sink():
     assert attrs(tools[0])["gen_ai.tool.name"] == "nope"
     assert attrs(tools[0])["polyloop.tool_registered"] is False
     assert all("gen_ai.tool.call.id" not in attrs(span) for span in tools)
+
+
+@pytest.mark.asyncio
+async def test_a_run_ended_for_its_parser_is_an_error_run():
+    provider, exporter = tracing()
+    seams = script(final())
+    seams.parser.decisions = {
+        text: ValueError("NaN is not allowed") for text in seams.parser.decisions
+    }
+
+    result = await polyloop.run(
+        agent(),
+        GOAL,
+        **seams.kwargs(),
+        events=OpenTelemetrySink(provider),
+        run_id=RUN,
+        end_on_parser_error=True,
+    )
+
+    assert result.stop_reason is StopReason.PARSER_ERROR
+    (run,) = named(exporter.get_finished_spans(), "invoke_agent")
+    assert attrs(run)["polyloop.stop_reason"] == "parser_error"
+    assert run.status.description == "the run stopped parser_error"
