@@ -5,6 +5,14 @@ the implementer's factory, all at once on paths of their own (the promise costs 
 ``failure_bound_s``, not one per failure); a ``complete()`` that returns, or that is still
 running when the bound is over, is a problem. The ``trickle`` body lasts longer than the bound,
 so only a client with a deadline for the whole request gives up on it in time.
+
+The calls share one event loop, so the time one client spends without yielding (the ``openai``
+SDK loads its SSL certificates synchronously on its first call: up to half a second each on a
+loaded machine) would be charged to every other call's bound. Each call's synchronous steps
+are timed (:class:`_Steps`); a call still running at its bound is given the time the *other*
+calls held the loop during its window, so a call pays only for itself. A client that hangs
+because it waits on the others (a lock shared by all instances) is still caught: waiting does
+not hold the loop.
 """
 
 from __future__ import annotations
@@ -12,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Coroutine, Generator, Iterable, Sequence
 from typing import Any
 
 from polyloop.testing._misbehaving_http import (
@@ -28,6 +37,8 @@ __all__ = ["failure_problems", "golden_problems"]
 
 _ALL = {**FAILURES, **SWEPT_FAILURES}
 _SETTLE_ITERATIONS = 100
+#: Below this, the others' hold on the loop is scheduling noise, not owed to a call.
+_OWED_AT_LEAST_S = 0.01
 #: How much longer than the bound the ``trickle`` body takes: it must outlast the bound.
 _TRICKLE_PAST_BOUND_S = 1.0
 _HINTS = {
@@ -38,8 +49,53 @@ _HINTS = {
 }
 
 
+class _Busy:
+    """How long, in all, the calls of one run held the event loop (their synchronous steps)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+
+class _Steps:
+    """Awaits ``coroutine`` step by step, timing each step (the time it held the loop) into
+    ``own`` and the run's shared :class:`_Busy`. Values, exceptions and a cancellation pass
+    through unchanged."""
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any], busy: _Busy) -> None:
+        self.coroutine = coroutine
+        self.busy = busy
+        self.own = 0.0
+
+    def _step(self, value: Any, error: BaseException | None) -> Any:
+        started = time.perf_counter()
+        try:
+            if error is not None:
+                return self.coroutine.throw(error)
+            return self.coroutine.send(value)
+        finally:
+            spent = time.perf_counter() - started
+            self.own += spent
+            self.busy.seconds += spent
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                yielded = self._step(value, error)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                value, error = (yield yielded), None
+            except GeneratorExit:
+                self.coroutine.close()
+                raise
+            except BaseException as thrown:  # a cancellation, passed on to the call
+                value, error = None, thrown
+
+
 async def _one_failure(
-    client: Any, base_url: str, bound_s: float, messages: list[Message]
+    client: Any, base_url: str, bound_s: float, messages: list[Message], busy: _Busy
 ) -> str | None:
     failure = base_url.rsplit("/", 2)[-2]
     what = f"against an endpoint that {_ALL[failure]} ({failure})"
@@ -51,17 +107,30 @@ async def _one_failure(
                     await client.complete(list(messages))
         if good:
             fail_from_now(base_url)
-        return await _judged_call(client, what, failure, bound_s, messages)
+        return await _judged_call(client, what, failure, bound_s, messages, busy)
     finally:
         await _close(client)
 
 
 async def _judged_call(
-    client: Any, what: str, failure: str, bound_s: float, messages: list[Message]
+    client: Any, what: str, failure: str, bound_s: float, messages: list[Message], busy: _Busy
 ) -> str | None:
-    call = asyncio.ensure_future(client.complete(list(messages)))
+    steps = _Steps(client.complete(list(messages)), busy)
+
+    async def complete() -> Any:
+        return await steps
+
+    others_before = busy.seconds
+    call = asyncio.ensure_future(complete())
     try:
         await asyncio.wait({call}, timeout=bound_s)
+        granted = 0.0
+        while not call.done():  # the others' hold on the loop in this window is not this call's
+            owed = (busy.seconds - others_before - steps.own) - granted
+            if owed < _OWED_AT_LEAST_S:
+                break
+            granted += owed
+            await asyncio.wait({call}, timeout=owed)
         await _let_due_timers_finish(call)
         if not call.done():
             hint = _HINTS.get(failure, "")
@@ -113,9 +182,10 @@ async def failure_problems(
             for client in clients:
                 await _close(client)
             raise
+        busy = _Busy()
         results = await asyncio.gather(
             *(
-                _one_failure(client, url, bound_s, messages)
+                _one_failure(client, url, bound_s, messages, busy)
                 for client, url in zip(clients, urls, strict=True)
             )
         )

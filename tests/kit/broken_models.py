@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import time
 import urllib.parse
 from typing import Any
 
@@ -255,3 +256,35 @@ class ReturnsWhatTheCutStreamHad(StreamingHttpModel):
 
     def _ended_early(self, parts: list[str]) -> ModelReply:
         return ModelReply(text="".join(parts))
+
+
+class SlowFirstCallSetup(HttpModel):
+    """Correct: like the ``openai`` SDK's client, it builds its transport (an SSL context whose
+    certificates load synchronously, ~0.05-0.5 s) on its first call, blocking the event loop
+    that long once. Thirty of them started together block the loop for all thirty; each call's
+    own time is still well inside the bound."""
+
+    setup_s = 0.6
+
+    async def complete(self, messages: Any) -> ModelReply:
+        if not getattr(self, "_ready", False):
+            time.sleep(self.setup_s)  # noqa: ASYNC251  (synchronous, as loading a CA bundle is)
+            self._ready = True
+        try:
+            return await super().complete(messages)
+        except Exception:
+            await asyncio.sleep(0.3)  # one retry after a pause, as the SDK's clients make
+            return await super().complete(messages)
+
+
+class HangsWhileOthersRun(HttpModel):
+    """Breaks: every instance waits on one class-wide lock that the first holder keeps until
+    the endpoint's answer outlasts it: with several clients at once, all but one hang."""
+
+    locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}  # noqa: RUF012  (shared on purpose)
+
+    async def complete(self, messages: Any) -> ModelReply:
+        lock = self.locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        async with lock:
+            await asyncio.sleep(1.0)
+            return await super().complete(messages)
