@@ -68,7 +68,7 @@ def test_the_ray_tests_run_in_their_own_step_after_the_main_tests() -> None:
     ray = re.search(r"<!-- ci:ray-test-command -->\n```bash\n(.+?)\n```", readme)
     assert main is not None
     assert ray is not None
-    assert '-m "not ray"' in main.group(1)
+    assert '-m "not ray and not slow"' in main.group(1)
     assert ray.group(1) == "pip install -e '.[ray]' && pytest -m ray"
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"][
         "optional-dependencies"
@@ -79,3 +79,15 @@ def test_the_ray_tests_run_in_their_own_step_after_the_main_tests() -> None:
         "ini_options"
     ]["markers"]
     assert any(marker.startswith("ray:") for marker in markers)
+
+
+def test_the_slow_tests_run_in_their_own_step_right_after_the_everyday_suite() -> None:
+    """The README's everyday command leaves the `slow` tests out; CI runs them in the next step,
+    from the README's slow-test block, adding to the same coverage data."""
+    run = [line for line in top_level_lines() if line and not line.startswith(("#", "step "))]
+    assert run.index('eval "$slow_command"') == run.index('eval "$test_command"') + 1
+    assert 'slow_command="$(readme_block slow-test-command)"' in run
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    slow = re.search(r"<!-- ci:slow-test-command -->\n```bash\n(.+?)\n```", readme)
+    assert slow is not None
+    assert slow.group(1) == 'pytest -n 2 -m "slow and not ray" --cov --cov-append --cov-report=term'

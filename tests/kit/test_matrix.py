@@ -292,6 +292,7 @@ def _impl_expr(seam: str, impl: str) -> str:
     return "broken.MemoryStore()" if impl == "MemoryStore" else f"broken.{impl}()"
 
 
+@pytest.mark.slow  # the kit's mutant matrix: CI's slow step (README)
 @pytest.mark.parametrize("seam", sorted(MATRIX))
 def test_each_broken_implementation_fails_its_promise_and_the_reference_keeps_all(
     pytester: pytest.Pytester, seam: str

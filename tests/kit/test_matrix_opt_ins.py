@@ -247,6 +247,7 @@ def _source(seam: str, cases: SeamCases, case: Case) -> str:
         """)
 
 
+@pytest.mark.slow  # the kit's mutant matrix: CI's slow step (README)
 @pytest.mark.parametrize("seam", sorted(CASES))
 def test_each_opt_in_promise_is_kept_by_the_correct_and_broken_by_the_broken(
     pytester: pytest.Pytester, seam: str

@@ -102,6 +102,7 @@ def _problems(
     return problems
 
 
+@pytest.mark.slow  # the kit's mutant matrix: CI's slow step (README)
 @pytest.mark.parametrize("axis", sorted(PAIRS))
 def test_each_breaker_is_caught_only_with_golden_samples_and_its_twin_stays_clean(
     pytester: pytest.Pytester, axis: str

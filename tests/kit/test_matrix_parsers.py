@@ -146,6 +146,7 @@ def _problems(twin: Twin, outcomes: dict[tuple[str, str], _sandbox.TestOutcome])
     return problems
 
 
+@pytest.mark.slow  # the kit's mutant matrix: CI's slow step (README)
 @pytest.mark.parametrize("cls", ["inputs", "processes"])
 def test_each_broken_parser_fails_its_promises_and_its_correct_twin_keeps_all(
     pytester: pytest.Pytester, cls: str

@@ -82,6 +82,7 @@ def _source(store: Store) -> str:
         """)
 
 
+@pytest.mark.slow  # the kit's mutant matrix: CI's slow step (README)
 def test_each_axis_breaker_is_caught_and_its_twin_is_clean(pytester: pytest.Pytester) -> None:
     header = "from tests.kit import broken_axes, broken_stores\n"
     body = header + "\n".join(_source(store) for store in STORES)

@@ -301,6 +301,7 @@ _HEADER = "from tests.kit import broken_stores\n"
         ),
     ],
 )
+@pytest.mark.slow  # the kit's mutant matrix: CI's slow step (README)
 def test_each_broken_store_is_caught_and_its_twin_is_clean(
     pytester: pytest.Pytester, stores: tuple[Store, ...], ran: set[str], select: tuple[str, ...]
 ) -> None:

@@ -203,6 +203,7 @@ def test_a_factory_that_does_not_import_fails_both_crash_promises_naming_it(
     assert all("no module named 'my_missing_module'" in o.longrepr for o in outcomes.values())
 
 
+@pytest.mark.slow  # the whole guide example through the kit: CI's slow step (README)
 def test_the_reference_pages_complete_opt_in_example_checks_every_opt_in(
     pytester: pytest.Pytester,
 ) -> None:

@@ -137,6 +137,7 @@ def _outcomes(report: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
     }
 
 
+@pytest.mark.slow  # waits out real time limits: CI's slow step (README)
 def test_a_hanging_implementation_is_violated_with_timed_out_and_the_report_is_written(
     pytester: pytest.Pytester,
 ) -> None:
