@@ -26,7 +26,9 @@ from pytest_polyloop._discovery import (
     parse_ini_seams,
     parse_ini_waivers,
     relative_path,
+    source_of,
 )
+from pytest_polyloop._generate import OUTER_ATTRIBUTE, PASSTHROUGH_ATTRIBUTE
 from pytest_polyloop._implementations import Implementations
 from pytest_polyloop._outcomes import (
     CRASH_PHASE,
@@ -36,6 +38,7 @@ from pytest_polyloop._outcomes import (
     PhaseResult,
     phase_result,
 )
+from pytest_polyloop._pytest_private import fixture_functions
 from pytest_polyloop._registry import SeamRegistry
 from pytest_polyloop._report import (
     build_report,
@@ -224,7 +227,8 @@ class ConformanceSession:
             skip = (PROPERTY_SKIP, json.dumps(error.as_dict()))
             report.user_properties = [*report.user_properties, skip]
         elif call.excinfo is not None and report.failed and self._is_setup_error(call):
-            failure = (PROPERTY_SETUP_ERROR, json.dumps(self._setup_error(call.excinfo)))
+            setup_error = self._setup_error(call.excinfo, item)
+            failure = (PROPERTY_SETUP_ERROR, json.dumps(setup_error))
             report.user_properties = [*report.user_properties, failure]
         return report
 
@@ -234,17 +238,36 @@ class ConformanceSession:
         error = call.excinfo.value if call.excinfo is not None else None
         return call.when == "setup" or isinstance(error, self.kit.UnusableSamples)
 
-    def _setup_error(self, excinfo: pytest.ExceptionInfo[BaseException]) -> dict[str, str]:
-        """The exception's type, message and where it was raised (the kit's own refusal of a
-        samples object has no useful location: the report puts the fixture's there)."""
-        location = ""
-        if not isinstance(excinfo.value, self.kit.UnusableSamples):
+    def _setup_error(
+        self, excinfo: pytest.ExceptionInfo[BaseException], item: pytest.Item
+    ) -> dict[str, str]:
+        """The exception's type, message and where it was raised. The kit's own refusal of a
+        samples object is located at the fixture that gave the samples (a tag's ``samples=``,
+        a subclass's method, a conftest's fixture); the report puts the implementation
+        fixture's location where neither is known."""
+        if isinstance(excinfo.value, self.kit.UnusableSamples):
+            location = self._samples_location(item, getattr(excinfo.value, "fixture", None))
+        else:
             location = self._user_location(excinfo)
         # exception_message: an error whose __str__ raises is still one setup error
         message = exception_message(excinfo.value, limit=None)
         if isinstance(excinfo.value, pytest.fail.Exception):  # str() would add pytest's prefix
             message = excinfo.value.msg or message
         return {"type": excinfo.typename, "message": message, "location": location}
+
+    def _samples_location(self, item: pytest.Item, fixture: str | None) -> str:
+        """``path:line`` of the function that provides samples fixture ``fixture`` to ``item``:
+        through the fixture a generated suite passes on (a tag's ``samples=``) and the kit's
+        reader of an outer fixture of the same name; ``""`` if unknown."""
+        functions = fixture_functions(item, fixture) if fixture else []
+        while functions:
+            function = functions.pop()
+            source = getattr(function, PASSTHROUGH_ATTRIBUTE, None)
+            if isinstance(source, str):
+                functions = fixture_functions(item, source)
+            elif not getattr(function, OUTER_ATTRIBUTE, False):
+                return source_of(function, self.rootpath) if function is not None else ""
+        return ""
 
     def _user_location(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
         """``path:line`` of the innermost frame outside pytest, its plugins and the kit (the
