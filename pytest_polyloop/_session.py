@@ -82,6 +82,7 @@ class ConformanceSession:
         # error` a warning from a hook becomes an INTERNALERROR.
         self.notes: list[str] = []
         self.deselected: list[str] = []  # implementations none of whose items were selected
+        self.worker_left_out: list[dict[str, Any]] = []  # registry.leave_out(...) on workers
         self.seam_filter: list[str] = list(config.getoption("polyloop_seam"))
         self.discovery_drop = DiscoveryDrop()  # xdist workers' discovery, on the controller
         if not self.is_worker:  # the controller checked; a worker must not die of it
@@ -208,6 +209,7 @@ class ConformanceSession:
                 "misuses": [str(misuse) for misuse in self.collection.misuses],
                 "notes": self.notes,
                 "deselected": self.deselected,
+                "left_out": self.registry.left_out(),
             }
             # Now, before any item runs: a worker a fixture kills never sends workeroutput.
             write_discovery(self.config.workerinput, output)  # type: ignore[attr-defined]
@@ -307,6 +309,9 @@ class ConformanceSession:
                 self.worker_misuses.append(misuse)
         self.notes += [note for note in output["notes"] if note not in self.notes]
         self.deselected += [i for i in output["deselected"] if i not in self.deselected]
+        for entry in output.get("left_out", []):
+            if entry not in self.worker_left_out:
+                self.worker_left_out.append(entry)
 
     # -- the report ------------------------------------------------------------------------
 
@@ -339,6 +344,7 @@ class ConformanceSession:
             created_at=_utc_now(),
             environment=environment_of(self.config),
             report_id=new_report_id(),
+            left_out=self._left_out(),
             # Ctrl-C or a collection error; -x/--maxfail (serially: pytest's status stays 1).
             interrupted=exitstatus == pytest.ExitCode.INTERRUPTED
             or internal_error
@@ -360,6 +366,21 @@ class ConformanceSession:
             # an internal error: pytest's status stays
             session.exitstatus = verdict_exit_status(report["verdict"])
 
+    def _left_out(self) -> list[dict[str, Any]]:
+        """What this process and every worker left out (``registry.leave_out``), one entry per
+        implementation name."""
+        by_name: dict[str, dict[str, Any]] = {}
+        for entry in [*self.registry.left_out(), *self.worker_left_out]:
+            if self.seam_filter and entry.get("seam") not in (None, *self.seam_filter):
+                continue  # --polyloop-seam: another seam's implementation was not asked for
+            by_name.setdefault(str(entry["implementation"]), entry)
+        return [by_name[name] for name in sorted(by_name)]
+
+    def _verbose(self) -> bool:
+        """The long texts (how to verify each unverifiable promise yourself) are printed with
+        ``-v`` or ``--polyloop-verbose``; the Markdown and HTML views always have them."""
+        return bool(self.config.getoption("polyloop_verbose")) or self.config.option.verbose > 0
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:
             return
@@ -378,7 +399,7 @@ class ConformanceSession:
         )
         width = getattr(getattr(terminalreporter, "_tw", None), "fullwidth", None)
         columns = width if isinstance(width, int) else None
-        text = render_text(self.report, columns)
+        text = render_text(self.report, columns, verbose=self._verbose())
         if self.config.getoption("polyloop_matrix"):
             colour = bool(getattr(terminalreporter, "hasmarkup", False))
             text += "\n" + render_matrix_text(self.report, columns, colour=colour)
