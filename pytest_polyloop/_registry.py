@@ -61,8 +61,13 @@ class SeamRegistry:
                 raise ValueError(f"leave_out({implementation!r}): {name} must be a name or None")
         if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
             raise ValueError(f"leave_out({implementation!r}): ids must be a list of ids")
-        entry = {"implementation": implementation, "seam": seam, "extra": extra, "hint": hint}
-        entry["ids"] = sorted(set(ids))
+        entry: dict[str, Any] = {
+            "implementation": implementation,
+            "seam": seam,
+            "extra": extra,
+            "hint": hint,
+            "ids": sorted(set(ids)),
+        }
         existing = self._left_out.setdefault(implementation, entry)
         if existing != entry:
             raise ValueError(f"{implementation!r} is already left out with other details")

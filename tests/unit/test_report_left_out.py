@@ -30,7 +30,12 @@ HINT = "the `postgres` extra (in a polyloop checkout: pip install -e '.[postgres
 
 
 def _entry(name: str = "PostgresStore", **fields: Any) -> dict[str, Any]:
-    entry = {"implementation": name, "seam": "run_store", "extra": "postgres", "hint": HINT}
+    entry: dict[str, Any] = {
+        "implementation": name,
+        "seam": "run_store",
+        "extra": "postgres",
+        "hint": HINT,
+    }
     entry["ids"] = [PG_ID] if name == "PostgresStore" else []
     return {**entry, **fields}
 
