@@ -176,7 +176,9 @@ def _brief_unverifiable(outcome: str, entries: list[Pair]) -> str:
 
 
 # Where the texts a brief terminal section leaves out are read.
-_VERBOSE_WHERE = "rerun with -v (or --polyloop-verbose), or polyloop report md|html REPORT.json"
+_VERBOSE_WHERE = (
+    "rerun with -v (or --polyloop-verbose), or polyloop report [--markdown] REPORT.json"
+)
 
 
 def next_step(
@@ -201,8 +203,7 @@ def next_step(
         todo.append("install what each left-out implementation needs to judge it too")
     if walked.groups["unverifiable"]:
         todo.append(
-            "verify the unverifiable promises yourself"
-            + ("" if verbose else f" ({_VERBOSE_WHERE})")
+            f"verify the unverifiable promises yourself ({'above' if verbose else 'how: -v'})"
         )
     return "; ".join(todo) if todo else "nothing: every promise that can be checked here held"
 

@@ -292,3 +292,31 @@ def test_a_hyphenated_word_is_not_split() -> None:
     data = _small(teardown_errors=["see tests/unit/test_report-rendering-with-hyphens.py " * 3])
     for line in render_text(data, 30).splitlines():
         assert not line.endswith("-"), line
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "verdict", "verbose", "next_line"),
+    [
+        ({"model_client.a": "violated"}, "violations", False, "next: fix each violated promise"),
+        ({"model_client.a": "waived"}, "incomplete", False, "next: make every implementation"),
+        (
+            {"model_client.a": "held", "model_client.b": "unverifiable"},
+            "conformant",
+            False,
+            "next: verify the unverifiable promises yourself (how: -v)",
+        ),
+        (
+            {"model_client.a": "held", "model_client.b": "unverifiable"},
+            "conformant",
+            True,
+            "next: verify the unverifiable promises yourself (above)",
+        ),
+    ],
+)
+def test_the_last_line_says_what_to_do_next(
+    outcomes: dict[str, str], verdict: str, verbose: bool, next_line: str
+) -> None:
+    data = report(implementation("Impl", "model_client", outcomes), verdict=verdict)
+    last = render_text(data, verbose=verbose).splitlines()[-1]
+    assert last.startswith(next_line), last
+    assert render_markdown(data).count("**Next:**") == 1
