@@ -109,7 +109,8 @@ def render_text(
     ``verbose`` (the default; the plugin's ``-v`` or ``--polyloop-verbose``) lists each
     unverifiable promise once with why and how to verify it yourself, and the implementations
     it applies to; without it those promises are counted on one line that says where to read
-    them (``-v``, ``polyloop report md``/``html``), so the section reads at a glance.
+    them (``-v``, ``polyloop report [--markdown] REPORT.json``, the HTML matrix), so the section
+    reads at a glance.
 
     With ``columns`` (the terminal's width), prose lines longer than it are wrapped between words —
     so a node id or a path is never split and stays copyable — and continue indented; the
