@@ -19,6 +19,8 @@ from pytest_polyloop._registry import RegisteredSeam
 
 __all__ = [
     "GENERATED_ATTRIBUTE",
+    "OUTER_ATTRIBUTE",
+    "PASSTHROUGH_ATTRIBUTE",
     "generate_suite",
     "implementation_of",
     "is_generated",
@@ -26,6 +28,11 @@ __all__ = [
 ]
 
 GENERATED_ATTRIBUTE = "__polyloop_implementation__"
+# On a generated fixture that only returns another one: the name of that one.
+PASSTHROUGH_ATTRIBUTE = "__polyloop_passthrough__"
+# On the kit's samples fixture that returns the fixture of its name one level up, if any
+# (polyloop.testing._base._outer_or_default sets it).
+OUTER_ATTRIBUTE = "__polyloop_outer__"
 _NOT_NAME = re.compile(r"[^0-9A-Za-z_]+")
 
 
@@ -41,6 +48,7 @@ def _passthrough_fixture(name: str, source: str) -> Any:
     def passthrough(self: object, **requested: object) -> object:
         return requested[source]
 
+    setattr(passthrough, PASSTHROUGH_ATTRIBUTE, source)
     passthrough.__name__ = name
     passthrough.__qualname__ = name
     passthrough.__doc__ = f"The implementation under test: the value of the `{source}` fixture."

@@ -1,4 +1,4 @@
-"""The two things the plugin needs from pytest that pytest has no public API for, kept here so
+"""The three things the plugin needs from pytest that pytest has no public API for, kept here so
 they are reached in one place, each with a fallback if a later pytest renames them.
 
 Checked on pytest 8.4.2 (the oldest pytest the plugin supports; CI runs ``tests/plugin`` on
@@ -13,6 +13,9 @@ test_pytest_private.py`` checks both on whichever pytest is installed.
   collection, before any test runs: the public ``FixtureRequest`` exists only for a running
   test. ``FixtureManager.getfixturedefs(name, node)`` (reached through
   ``Session._fixturemanager``) answers exactly that on every version above.
+* :func:`fixture_functions` — the function that provides a fixture to an item, to locate a
+  setup error in the samples fixture that caused it: an item's resolved fixtures are only in
+  ``Item._fixtureinfo.name2fixturedefs`` (each ``FixtureDef.func``; the last one applies).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["fixture_visible", "set_ini_default"]
+__all__ = ["fixture_functions", "fixture_visible", "set_ini_default"]
 
 
 def set_ini_default(config: pytest.Config, name: str, value: str) -> bool:
@@ -43,3 +46,14 @@ def fixture_visible(name: str, node: pytest.Collector) -> bool:
     if lookup is None:
         return True
     return bool(lookup(name, node))
+
+
+def fixture_functions(item: pytest.Item, name: str) -> list[object]:
+    """The functions that define fixture ``name`` for ``item``, the one that applies last (each
+    earlier one is what ``request.getfixturevalue(name)`` inside the next reaches); empty if the
+    item does not use it or this pytest keeps its fixtures elsewhere."""
+    info: Any = getattr(item, "_fixtureinfo", None)
+    definitions = getattr(info, "name2fixturedefs", None)
+    if not isinstance(definitions, dict):
+        return []
+    return [getattr(definition, "func", None) for definition in definitions.get(name) or ()]

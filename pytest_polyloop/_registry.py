@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +26,55 @@ class RegisteredSeam:
 
 
 class SeamRegistry:
-    """What ``pytest_polyloop_register_seams`` fills: one suite per seam name."""
+    """What ``pytest_polyloop_register_seams`` fills: one suite per seam name, and the
+    implementations left out of the run (:meth:`leave_out`)."""
 
     def __init__(self, contract_base: type[Any]) -> None:
         self._contract_base = contract_base
         self._seams: dict[str, RegisteredSeam] = {}
+        self._left_out: dict[str, dict[str, Any]] = {}
+
+    def leave_out(
+        self,
+        implementation: str,
+        *,
+        hint: str,
+        extra: str | None = None,
+        seam: str | None = None,
+        ids: Sequence[str] = (),
+    ) -> None:
+        """Record that ``implementation`` is not judged in this run because what it needs is
+        not installed, so that the report lists it (``left_out``) instead of a warning.
+
+        ``hint`` says what to install, completing "it needs …" (e.g. "the `postgres` extra
+        (pip install 'polyloop[postgres]')"); ``extra`` names the extra, ``seam`` the seam, and
+        ``ids`` the implementation ids it would be judged under (a report merge drops the entry
+        where another job judged one of them). The verdict does not count it. Leaving the same
+        implementation out twice with different details is an error.
+        """
+        if not isinstance(implementation, str) or not implementation.strip():
+            raise ValueError(f"leave_out needs an implementation name, got {implementation!r}")
+        if not isinstance(hint, str) or not hint.strip():
+            raise ValueError(f"leave_out({implementation!r}) needs a hint: what to install")
+        for name, value in (("extra", extra), ("seam", seam)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"leave_out({implementation!r}): {name} must be a name or None")
+        if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
+            raise ValueError(f"leave_out({implementation!r}): ids must be a list of ids")
+        entry: dict[str, Any] = {
+            "implementation": implementation,
+            "seam": seam,
+            "extra": extra,
+            "hint": hint,
+            "ids": sorted(set(ids)),
+        }
+        existing = self._left_out.setdefault(implementation, entry)
+        if existing != entry:
+            raise ValueError(f"{implementation!r} is already left out with other details")
+
+    def left_out(self) -> list[dict[str, Any]]:
+        """The implementations left out of the run, sorted by name (each a fresh dict)."""
+        return [dict(self._left_out[name]) for name in sorted(self._left_out)]
 
     def add(self, name: str, suite: type[Any], samples_fixture: str | None = None) -> None:
         """Register ``suite`` as the contract suite of seam ``name``.

@@ -237,8 +237,11 @@ def build_report(
     environment: Mapping[str, Any],
     report_id: str,
     interrupted: bool = False,
+    left_out: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The whole report (schema ``polyloop-conformance/2``) with its verdict."""
+    """The whole report (schema ``polyloop-conformance/2``) with its verdict. ``left_out``:
+    the implementations not judged for want of an extra (``registry.leave_out``); listed, never
+    counted in the verdict — but one that was judged after all is not listed."""
     waivers = {entry["id"]: entry["waive"] for entry in implementations}
     judged = [
         build_implementation(entry, results, baseline, parse_skip)
@@ -266,7 +269,16 @@ def build_report(
         "interrupted": interrupted,
         "environment": dict(environment),
         "implementations": judged,
+        "left_out": _not_judged(left_out, {str(item["id"]) for item in judged}),
     }
+
+
+def _not_judged(left_out: Sequence[Mapping[str, Any]], judged: set[str]) -> list[dict[str, Any]]:
+    return [
+        dict(entry)
+        for entry in left_out
+        if entry["implementation"] not in judged and not judged.intersection(entry.get("ids", ()))
+    ]
 
 
 def new_report_id() -> str:

@@ -26,7 +26,9 @@ from pytest_polyloop._discovery import (
     parse_ini_seams,
     parse_ini_waivers,
     relative_path,
+    source_of,
 )
+from pytest_polyloop._generate import OUTER_ATTRIBUTE, PASSTHROUGH_ATTRIBUTE
 from pytest_polyloop._implementations import Implementations
 from pytest_polyloop._outcomes import (
     CRASH_PHASE,
@@ -36,6 +38,7 @@ from pytest_polyloop._outcomes import (
     PhaseResult,
     phase_result,
 )
+from pytest_polyloop._pytest_private import fixture_functions
 from pytest_polyloop._registry import SeamRegistry
 from pytest_polyloop._report import (
     build_report,
@@ -79,6 +82,7 @@ class ConformanceSession:
         # error` a warning from a hook becomes an INTERNALERROR.
         self.notes: list[str] = []
         self.deselected: list[str] = []  # implementations none of whose items were selected
+        self.worker_left_out: list[dict[str, Any]] = []  # registry.leave_out(...) on workers
         self.seam_filter: list[str] = list(config.getoption("polyloop_seam"))
         self.discovery_drop = DiscoveryDrop()  # xdist workers' discovery, on the controller
         if not self.is_worker:  # the controller checked; a worker must not die of it
@@ -205,6 +209,7 @@ class ConformanceSession:
                 "misuses": [str(misuse) for misuse in self.collection.misuses],
                 "notes": self.notes,
                 "deselected": self.deselected,
+                "left_out": self.registry.left_out(),
             }
             # Now, before any item runs: a worker a fixture kills never sends workeroutput.
             write_discovery(self.config.workerinput, output)  # type: ignore[attr-defined]
@@ -224,7 +229,8 @@ class ConformanceSession:
             skip = (PROPERTY_SKIP, json.dumps(error.as_dict()))
             report.user_properties = [*report.user_properties, skip]
         elif call.excinfo is not None and report.failed and self._is_setup_error(call):
-            failure = (PROPERTY_SETUP_ERROR, json.dumps(self._setup_error(call.excinfo)))
+            setup_error = self._setup_error(call.excinfo, item)
+            failure = (PROPERTY_SETUP_ERROR, json.dumps(setup_error))
             report.user_properties = [*report.user_properties, failure]
         return report
 
@@ -234,17 +240,36 @@ class ConformanceSession:
         error = call.excinfo.value if call.excinfo is not None else None
         return call.when == "setup" or isinstance(error, self.kit.UnusableSamples)
 
-    def _setup_error(self, excinfo: pytest.ExceptionInfo[BaseException]) -> dict[str, str]:
-        """The exception's type, message and where it was raised (the kit's own refusal of a
-        samples object has no useful location: the report puts the fixture's there)."""
-        location = ""
-        if not isinstance(excinfo.value, self.kit.UnusableSamples):
+    def _setup_error(
+        self, excinfo: pytest.ExceptionInfo[BaseException], item: pytest.Item
+    ) -> dict[str, str]:
+        """The exception's type, message and where it was raised. The kit's own refusal of a
+        samples object is located at the fixture that gave the samples (a tag's ``samples=``,
+        a subclass's method, a conftest's fixture); the report puts the implementation
+        fixture's location where neither is known."""
+        if isinstance(excinfo.value, self.kit.UnusableSamples):
+            location = self._samples_location(item, getattr(excinfo.value, "fixture", None))
+        else:
             location = self._user_location(excinfo)
         # exception_message: an error whose __str__ raises is still one setup error
         message = exception_message(excinfo.value, limit=None)
         if isinstance(excinfo.value, pytest.fail.Exception):  # str() would add pytest's prefix
             message = excinfo.value.msg or message
         return {"type": excinfo.typename, "message": message, "location": location}
+
+    def _samples_location(self, item: pytest.Item, fixture: str | None) -> str:
+        """``path:line`` of the function that provides samples fixture ``fixture`` to ``item``:
+        through the fixture a generated suite passes on (a tag's ``samples=``) and the kit's
+        reader of an outer fixture of the same name; ``""`` if unknown."""
+        functions = fixture_functions(item, fixture) if fixture else []
+        while functions:
+            function = functions.pop()
+            source = getattr(function, PASSTHROUGH_ATTRIBUTE, None)
+            if isinstance(source, str):
+                functions = fixture_functions(item, source)
+            elif not getattr(function, OUTER_ATTRIBUTE, False):
+                return source_of(function, self.rootpath) if function is not None else ""
+        return ""
 
     def _user_location(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
         """``path:line`` of the innermost frame outside pytest, its plugins and the kit (the
@@ -284,6 +309,9 @@ class ConformanceSession:
                 self.worker_misuses.append(misuse)
         self.notes += [note for note in output["notes"] if note not in self.notes]
         self.deselected += [i for i in output["deselected"] if i not in self.deselected]
+        for entry in output.get("left_out", []):
+            if entry not in self.worker_left_out:
+                self.worker_left_out.append(entry)
 
     # -- the report ------------------------------------------------------------------------
 
@@ -316,6 +344,7 @@ class ConformanceSession:
             created_at=_utc_now(),
             environment=environment_of(self.config),
             report_id=new_report_id(),
+            left_out=self._left_out(),
             # Ctrl-C or a collection error; -x/--maxfail (serially: pytest's status stays 1).
             interrupted=exitstatus == pytest.ExitCode.INTERRUPTED
             or internal_error
@@ -337,6 +366,21 @@ class ConformanceSession:
             # an internal error: pytest's status stays
             session.exitstatus = verdict_exit_status(report["verdict"])
 
+    def _left_out(self) -> list[dict[str, Any]]:
+        """What this process and every worker left out (``registry.leave_out``), one entry per
+        implementation name."""
+        by_name: dict[str, dict[str, Any]] = {}
+        for entry in [*self.registry.left_out(), *self.worker_left_out]:
+            if self.seam_filter and entry.get("seam") not in (None, *self.seam_filter):
+                continue  # --polyloop-seam: another seam's implementation was not asked for
+            by_name.setdefault(str(entry["implementation"]), entry)
+        return [by_name[name] for name in sorted(by_name)]
+
+    def _verbose(self) -> bool:
+        """The long texts (how to verify each unverifiable promise yourself) are printed with
+        ``-v`` or ``--polyloop-verbose``; the Markdown and HTML views always have them."""
+        return bool(self.config.getoption("polyloop_verbose")) or self.config.option.verbose > 0
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:
             return
@@ -355,7 +399,7 @@ class ConformanceSession:
         )
         width = getattr(getattr(terminalreporter, "_tw", None), "fullwidth", None)
         columns = width if isinstance(width, int) else None
-        text = render_text(self.report, columns)
+        text = render_text(self.report, columns, verbose=self._verbose())
         if self.config.getoption("polyloop_matrix"):
             colour = bool(getattr(terminalreporter, "hasmarkup", False))
             text += "\n" + render_matrix_text(self.report, columns, colour=colour)

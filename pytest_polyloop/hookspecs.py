@@ -23,7 +23,8 @@ def pytest_polyloop_register_seams(registry: SeamRegistry) -> None:
     registered later (a conftest deep in the tree is loaded during collection) still receives
     the call. The five built-in seams are registered through this hook too, so a third party's
     sixth seam is handled exactly like them: tagged fixtures of that seam get the suite
-    generated, run and reported.
+    generated, run and reported. ``registry.leave_out(name, hint=..., extra=..., seam=...)``
+    lists an implementation this machine cannot judge (a missing extra) in the report.
 
     :param registry: the session's :class:`pytest_polyloop.SeamRegistry`.
     """

@@ -72,6 +72,16 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         ),
     ),
     (
+        "--polyloop-verbose",
+        dict(
+            action="store_true",
+            default=False,
+            help="with --polyloop-conformance: print the long texts in the terminal section too "
+            "(why each unverifiable promise cannot be checked here and how to verify it "
+            "yourself); -v does the same. The Markdown and HTML reports always have them",
+        ),
+    ),
+    (
         "--polyloop-job",
         dict(
             default=None,

@@ -97,6 +97,14 @@ def _reasons(report: Mapping[str, Any]) -> dict[Key, str]:
     }
 
 
+def _lost(implementation: str, new: Mapping[str, Any]) -> str:
+    """A lost implementation, with why when NEW left it out (still a regression: not judged)."""
+    for entry in new.get("left_out") or []:
+        if implementation == entry["implementation"] or implementation in (entry.get("ids") or []):
+            return f"{implementation}  (left out of NEW: it needs {entry['hint']})"
+    return implementation
+
+
 def render_diff(diff: ReportDiff, old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     """The diff as text, regressions first; each move on its own line."""
     lines = [f"verdict: {old.get('verdict')} → {new.get('verdict')}"]
@@ -115,7 +123,9 @@ def render_diff(diff: ReportDiff, old: Mapping[str, Any], new: Mapping[str, Any]
         ("regressed (held → anything but held, waived or overridden)", [
             move(entry) for entry in diff.regressed
         ]),
-        ("implementations missing from NEW (regressed)", list(diff.lost)),
+        ("implementations missing from NEW (regressed)", [
+            _lost(implementation, new) for implementation in diff.lost
+        ]),
         ("recovered (now held)", [move(entry) for entry in diff.recovered]),
         ("changed (not a regression)", [move(entry) for entry in diff.changed]),
         ("new in NEW's suite", [f"{i}  {p}  ({o})" for (i, p), o in diff.appeared]),

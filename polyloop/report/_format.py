@@ -239,10 +239,36 @@ def _structure_problem(data: Mapping[str, Any]) -> str | None:
                 problem = _promise_problem(promise, rendered)
                 if problem is not None:
                     return f"implementations[{index}].promises[{number}]: {problem}"
+    problem = _left_out_problem(data.get("left_out", []))
+    if problem is not None:
+        return problem
     if data.get("verdict") not in _VERDICT_TEXT:
         return f"'verdict' must be one of {', '.join(_VERDICT_TEXT)}"
     if not isinstance(data.get("interrupted", False), bool):
         return "'interrupted' must be true or false"
+    return None
+
+
+_LEFT_OUT: tuple[Check, ...] = (
+    ("implementation", lambda value: isinstance(value, str) and bool(value), "a non-empty string"),
+    ("seam", _text_or_null, "a string or null"),
+    ("extra", _text_or_null, "a string or null"),
+    ("hint", lambda value: isinstance(value, str) and bool(value), "a non-empty string"),
+    ("ids", _texts, "a list of strings"),
+)
+_LEFT_OUT_OPTIONAL = frozenset({"seam", "extra", "ids"})
+
+
+def _left_out_problem(left_out: object) -> str | None:
+    """What is wrong with a report's ``left_out`` list (absent: an older report), or ``None``."""
+    if not isinstance(left_out, list):
+        return "'left_out' must be a list of objects"
+    for index, entry in enumerate(left_out):
+        if not isinstance(entry, dict):
+            return f"left_out[{index}]: not an object"
+        for name, test, kind in _LEFT_OUT:
+            if not (name not in entry and name in _LEFT_OUT_OPTIONAL) and not test(entry.get(name)):
+                return f"left_out[{index}]: {name!r} must be {kind}"
     return None
 
 

@@ -497,7 +497,22 @@ def render_html(report: Mapping[str, Any], baselines: Sequence[Mapping[str, Any]
             _reason_html(row, column, cell) for row, column, cell in matrix.cells() if cell.anchor
         ),
         implementations=_lines(_implementations_html(report, matrix)),
+        left_out=_lines(_left_out_html(report.get("left_out") or [])),
     )
+
+
+def _left_out_html(left_out: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The implementations not judged in this run, with what each needs (none: nothing)."""
+    if not left_out:
+        return []
+    items = [
+        f"<li><strong>{_e(entry['implementation'])}</strong>"
+        + (f" ({_e(entry['seam'])})" if entry.get("seam") else "")
+        + f": it needs {_prose(entry['hint'])}</li>"
+        for entry in left_out
+    ]
+    heading = '<h2 id="left-out">Left out (not judged in this run, so not in the verdict)</h2>'
+    return [heading, "<ul>", *items, "</ul>"]
 
 
 def _history_html(report: Mapping[str, Any], matrix: Matrix) -> str:
@@ -595,7 +610,9 @@ def badge(report: Mapping[str, Any]) -> dict[str, Any]:
     """The shields.io endpoint JSON for ``report``, in one unit, implementations:
     ``conformant 25/25 implementations``, ``violations in 3/25 implementations`` (a violated
     promise or a stale waiver), ``setup error in 1/25 implementations``, ``incomplete 20/25
-    implementations`` (the clean ones) or ``no implementations``."""
+    implementations`` (the clean ones) or ``no implementations``; implementations left out of
+    the run (not judged) are added in the same unit: ``conformant 18/18 implementations, 5 left
+    out``."""
     items = report.get("implementations", [])
     total = len(items)
     verdict = report.get("verdict")
@@ -620,4 +637,7 @@ def badge(report: Mapping[str, Any]) -> dict[str, Any]:
         message, colour = f"incomplete {clean}/{total} implementations", "orange"
     else:
         message, colour = "no implementations", "lightgrey"
+    left_out = len(report.get("left_out") or [])
+    if left_out:  # not judged: never counted among the conformant ones
+        message += f", {left_out} left out"
     return {"schemaVersion": 1, "label": "polyloop", "message": message, "color": colour}

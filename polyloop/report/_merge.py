@@ -9,7 +9,9 @@ be merged again.
 A cell combines the jobs that ran the promise, worst first (:data:`PRECEDENCE`): ``violated``
 in any job is ``violated``, then ``stale_waiver``, ``pending``, ``setup_error``,
 ``unverifiable``, ``overridden``, ``waived``, ``not_applicable``; ``held`` only when every job
-that ran it held. A job that did not run the promise (a shard) does not count.
+that ran it held. A job that did not run the promise (a shard) does not count. An
+implementation left out of one job (a missing extra) and judged in another is judged; the
+merged ``left_out`` lists only those no job judged.
 
 Standard library only; :mod:`polyloop.report` re-exports :func:`merge_reports`.
 """
@@ -134,9 +136,28 @@ def merge_reports(
         "jobs": ordered_jobs,
         "implementations": implementations,
     }
+    left_out = merged_left_out(reports, {item["id"] for item in implementations})
+    if left_out:
+        merged["left_out"] = left_out
     if len(suites) > 1:
         merged["mixed_suites"] = True
     return merged
+
+
+def merged_left_out(reports: Sequence[Mapping[str, Any]], judged: set[str]) -> list[dict[str, Any]]:
+    """The union of the inputs' ``left_out`` lists, one entry per implementation name (the
+    least, so the order of the inputs does not matter), without the implementations an input
+    judged: left out of one job and judged in another is judged."""
+    by_name: dict[str, dict[str, Any]] = {}
+    for report in reports:
+        for entry in report.get("left_out") or []:
+            name = str(entry["implementation"])
+            if name in judged or judged.intersection(entry.get("ids") or []):
+                continue
+            seen = by_name.get(name)
+            if seen is None or _digest(entry) < _digest(seen):
+                by_name[name] = dict(entry)
+    return [by_name[name] for name in sorted(by_name)]
 
 
 def _job_contents(report: Mapping[str, Any]) -> dict[str, tuple[str, list[Any]]]:

@@ -100,14 +100,23 @@ def _implementation_lines(implementations: Sequence[Mapping[str, Any]]) -> list[
     return lines
 
 
-def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
-    """The report as terminal text: one line per implementation, then each promise to look at
-    (unverifiable ones once per promise, with the implementations they apply to).
+def render_text(
+    report: Mapping[str, Any], columns: int | None = None, *, verbose: bool = True
+) -> str:
+    """The report as terminal text: one line per implementation, the implementations left out,
+    then each promise to look at, and last what to do next.
+
+    ``verbose`` (the default; the plugin's ``-v`` or ``--polyloop-verbose``) lists each
+    unverifiable promise once with why and how to verify it yourself, and the implementations
+    it applies to; without it those promises are counted on one line that says where to read
+    them (``-v``, ``polyloop report [--markdown] REPORT.json``, the HTML matrix), so the section
+    reads at a glance.
 
     With ``columns`` (the terminal's width), prose lines longer than it are wrapped between words —
     so a node id or a path is never split and stays copyable — and continue indented; the
-    ``rerun:`` commands and Hypothesis's falsifying examples are left whole. The report itself
-    (JSON, Markdown) always keeps the full, unwrapped text.
+    ``rerun:`` commands, the install hints of left-out implementations and Hypothesis's
+    falsifying examples are left whole. The report itself (JSON, Markdown) always keeps the full,
+    unwrapped text.
     """
     lines = [
         f"verdict: {_VERDICT_TEXT.get(report['verdict'], report['verdict'])}",
@@ -117,33 +126,104 @@ def render_text(report: Mapping[str, Any], columns: int | None = None) -> str:
     if report.get("interrupted"):
         lines.insert(1, _INTERRUPTED)
     lines += _implementation_lines(report.get("implementations", []))
+    lines += _left_out_lines(report.get("left_out") or [])
     walked = _walk(report)
     for outcome, heading in _ATTENTION:
         entries = walked.groups[outcome]
-        if not entries:
-            continue
-        lines += ["", f"{heading}:"]
-        if outcome in ("unverifiable", "kept_by_polyloop"):
-            lines += _unverifiable_lines(entries)
-            continue
-        for item, promise in entries:
-            lines.append(f"  {item['id']}  {promise['id']} — {promise['promise']}")
-            if promise.get("waiver_reason"):
-                lines.append(f"      waiver: {promise['waiver_reason']}")
-            if promise.get("detail") and outcome in ("violated", "pending"):
-                lines.extend(_detail_lines(promise["detail"], "      "))
-            if outcome in ("violated", "stale_waiver", "pending"):
-                command = f"pytest --polyloop-conformance '{_suite_of(promise)}'"
-                lines.append(_Whole(f"      rerun: {command}"))
+        if entries:
+            lines += _attention_lines(outcome, heading, entries, verbose)
     if walked.reran:
         lines += ["", f"{_reruns_heading(len(walked.reran))}:"]
         lines += [
             f"  {item['id']}  {promise['id']} — {_after_reruns(promise)}"
             for item, promise in walked.reran
         ]
+    if report["verdict"] != "no_implementations":  # the plugin says why there are none
+        lines += ["", f"next: {next_step(report, walked, verbose)}"]
     if columns is not None:
         lines = [part for line in lines for part in _wrapped(line, columns)]
     return "\n".join(lines) + "\n"
+
+
+def _attention_lines(outcome: str, heading: str, entries: list[Pair], verbose: bool) -> list[str]:
+    """One attention group: its heading, then each promise (unverifiable ones by promise)."""
+    if outcome in ("unverifiable", "kept_by_polyloop"):
+        if not verbose:
+            return ["", _brief_unverifiable(outcome, entries)]
+        return ["", f"{heading}:", *_unverifiable_lines(entries)]
+    lines = ["", f"{heading}:"]
+    for item, promise in entries:
+        lines.append(f"  {item['id']}  {promise['id']} — {promise['promise']}")
+        if promise.get("waiver_reason"):
+            lines.append(f"      waiver: {promise['waiver_reason']}")
+        if promise.get("detail") and outcome in ("violated", "pending"):
+            lines.extend(_detail_lines(promise["detail"], "      "))
+        if outcome in ("violated", "stale_waiver", "pending"):
+            command = f"pytest --polyloop-conformance '{_suite_of(promise)}'"
+            lines.append(_Whole(f"      rerun: {command}"))
+    return lines
+
+
+def _brief_unverifiable(outcome: str, entries: list[Pair]) -> str:
+    """The unverifiable promises (or those polyloop keeps) counted on one line."""
+    count = len({promise["id"] for _, promise in entries})
+    promises = f"{count} promise{'' if count == 1 else 's'}"
+    if outcome == "kept_by_polyloop":
+        return f"kept by polyloop: {promises} (nothing to verify yourself)"
+    return (
+        f"unverifiable here: {promises} the suite cannot check at this layer; how to verify "
+        f"{'it' if count == 1 else 'each'} yourself: {_VERBOSE_WHERE}"
+    )
+
+
+# Where the texts a brief terminal section leaves out are read.
+_VERBOSE_WHERE = (
+    "rerun with -v (or --polyloop-verbose), or polyloop report [--markdown] REPORT.json"
+)
+
+
+def next_step(
+    report: Mapping[str, Any], walked: _Walked | None = None, verbose: bool = True
+) -> str:
+    """What to do next, in one line, for the report's verdict."""
+    walked = walked or _walk(report)
+    verdict = report["verdict"]
+    if verdict == "setup_error":
+        return "fix the setup error above (the fixture or its samples); no promise of it ran"
+    if verdict == "violations":
+        return "fix each violated promise above (or remove each stale waiver), then run its rerun"
+    if verdict == "incomplete":
+        return (
+            "make every implementation run its whole catalogue with a promise held, an override "
+            "waived and no teardown failing (see above), then rerun"
+        )
+    if verdict == "no_implementations":
+        return "tag the fixture that builds your implementation with @pytest_polyloop.seam(...)"
+    todo = []
+    if report.get("left_out"):
+        todo.append("install what each left-out implementation needs to judge it too")
+    if walked.groups["unverifiable"]:
+        todo.append(
+            f"verify the unverifiable promises yourself ({'above' if verbose else 'how: -v'})"
+        )
+    return "; ".join(todo) if todo else "nothing: every promise that can be checked here held"
+
+
+def _left_out_lines(left_out: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The implementations not judged in this run, each with what to install; kept whole (the
+    hint is a command to copy)."""
+    if not left_out:
+        return []
+    lines = ["", "left out (not judged, so not in the verdict):"]
+    lines += [_Whole(f"  {left_out_sentence(entry)}") for entry in left_out]
+    return lines
+
+
+def left_out_sentence(entry: Mapping[str, Any]) -> str:
+    """``X is not judged in this conformance run: it needs …`` for one left-out entry."""
+    return (
+        f"{entry['implementation']} is not judged in this conformance run: it needs {entry['hint']}"
+    )
 
 
 _ALIGN_AT = 32
@@ -222,6 +302,26 @@ def _unverifiable_lines(entries: list[Pair]) -> list[str]:
     return lines
 
 
+def _left_out_markdown(left_out: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The implementations not judged in this run: a table of what each needs."""
+    if not left_out:
+        return []
+    out = [
+        "",
+        "### left out (not judged in this run, so not in the verdict)",
+        "",
+        "| implementation | seam | extra | to judge it, install |",
+        "|---|---|---|---|",
+    ]
+    for entry in left_out:
+        extra = _md_code(entry["extra"]) if entry.get("extra") else "—"
+        out.append(
+            f"| {_md_code(entry['implementation'])} | {_md_cell(entry.get('seam') or '—')} "
+            f"| {extra} | {_md_cell(entry['hint'])} |"
+        )
+    return out
+
+
 def _md_cell(text: object) -> str:
     """Report text as inert Markdown on one line: HTML metacharacters as entities; what could
     start markup (a link, a code span, an escape) or end a table cell backslash-escaped."""
@@ -279,6 +379,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             f"- {_md_code(item['id'])} {_md_cell(error)}"
             for error in item.get("teardown_errors") or []
         ]
+    out += _left_out_markdown(report.get("left_out") or [])
     if setup_errors:
         out += ["", "### setup error (the implementation could not be built)", "", *setup_errors]
     if teardown_errors:
@@ -308,4 +409,5 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             f"- {_md_code(item['id'])} `{promise['id']}` — {_after_reruns(promise)}"
             for item, promise in walked.reran
         ]
+    out += ["", f"**Next:** {_md_cell(next_step(report, walked))}"]
     return "\n".join(out) + "\n\n" + render_matrix_markdown(report)

@@ -90,7 +90,8 @@ async def _execute(executor: ActionExecutor, samples: object, which: str) -> Act
 def _require_action(value: object, what: str) -> None:
     if not isinstance(value, Action):
         raise UnusableSamples(
-            f"action_samples.{what} returned {type(value).__name__}, not a polyloop Action"
+            f"action_samples.{what} returned {type(value).__name__}, not a polyloop Action",
+            "action_samples",
         )
 
 

@@ -341,6 +341,9 @@ def _outer_or_default(name: str, default: Callable[[Any], Any]) -> Any:
 
     samples.__name__ = samples.__qualname__ = name
     samples.__doc__ = default.__doc__
+    # Read by the conformance plugin: a setup error in these samples is located at the outer
+    # fixture (pytest_polyloop._generate.OUTER_ATTRIBUTE names the same attribute).
+    samples.__polyloop_outer__ = True  # type: ignore[attr-defined]
     return pytest.fixture(name=name)(samples)
 
 
@@ -430,8 +433,11 @@ class UnusableSamples(pytest.fail.Exception):  # type: ignore[misc, name-defined
     plugin reports the implementation once as a ``setup_error``.
     """
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, fixture: str | None = None) -> None:
         super().__init__(msg=message, pytrace=False)
+        #: The suite's samples fixture the unusable samples came from (``store_samples``): the
+        #: conformance report locates the setup error at the fixture that provides it.
+        self.fixture = fixture
 
 
 def require_samples(value: object, expected: type[_T], fixture: str) -> _T:
@@ -439,7 +445,8 @@ def require_samples(value: object, expected: type[_T], fixture: str) -> _T:
     if not isinstance(value, expected):
         raise UnusableSamples(
             f"the `{fixture}` fixture must return a polyloop.testing.{expected.__name__}, got "
-            f"{type(value).__name__}: build one with {expected.__name__}(...)"
+            f"{type(value).__name__}: build one with {expected.__name__}(...)",
+            fixture,
         )
     return value
 

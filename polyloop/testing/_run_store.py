@@ -209,7 +209,7 @@ def _load(factory: str) -> Callable[[Path], Any]:
     try:
         return load_factory(factory)
     except FactoryError as error:
-        raise UnusableSamples(f"store_samples: {error}") from None
+        raise UnusableSamples(f"store_samples: {error}", "store_samples") from None
 
 
 async def _probe(factory: str, promise: tuple[str, str]) -> CrashFindings:

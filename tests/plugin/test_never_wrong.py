@@ -221,7 +221,7 @@ def memory_sink():
 def test_a_promise_polyloop_keeps_is_reported_as_kept_by_polyloop(project: Project) -> None:
     project.conftest("tests", SINK)
     markdown = project.path / "report.md"
-    run = project.run(f"--polyloop-report-md={markdown}")
+    run = project.run(f"--polyloop-report-md={markdown}", "--polyloop-verbose")
     promise = run.promise("memory_sink", KEPT)
     assert promise["outcome"] == "unverifiable"
     assert promise["kept_by"] == "docs/reference/runtime.md#events"  # on main: tests/unit/...

@@ -352,9 +352,21 @@ def test_the_report_carries_its_run_and_lists_implementations_by_id() -> None:
         "interrupted": True,
         "environment": ENVIRONMENT,
         "report_id": "r1",
+        "left_out": [],
     }
     assert [item["id"] for item in report["implementations"]] == ["a", "b"]
     assert _report(entry(), results=_all())["interrupted"] is False
+
+
+def test_left_out_implementations_are_listed_unless_judged_and_never_change_the_verdict() -> None:
+    def left(name: str, *ids: str) -> dict[str, Any]:
+        return {"implementation": name, "seam": None, "extra": "x", "hint": "h", "ids": list(ids)}
+
+    left_out = [left("Gone"), left("a"), left("Other", "a")]
+    report = _report(entry("a"), results=_all(), left_out=left_out)
+    assert report["left_out"] == [left("Gone")]  # "a" was judged, by name and by id
+    assert report["verdict"] == "conformant"
+    assert _report(results={}, left_out=[left("Gone")])["verdict"] == "no_implementations"
 
 
 def test_each_verdict_from_data() -> None:

@@ -33,9 +33,17 @@ def jobs(draw: st.DrawFn, number: int) -> dict[str, Any]:
         missing = tuple(pid for pid in PROMISES if pid not in ran)
         items.append(implementation(impl_id, "event_sink", outcomes, missing=missing))
     second = draw(st.integers(0, 59))
-    return report(
+    job = report(
         *items, report_id=f"job-{number}", created_at=f"2026-12-01T10:00:{second:02d}.000Z"
     )
+    # Left out of this job (a missing extra): maybe judged in another, maybe with other words.
+    left = draw(st.lists(st.sampled_from((*IMPLEMENTATIONS, "LeftEverywhere")), unique=True))
+    job["left_out"] = [
+        {"implementation": name, "hint": draw(st.sampled_from(("the `x` extra", "x and y")))}
+        for name in left
+        if name not in {item["id"] for item in items}
+    ]
+    return job
 
 
 three_jobs = st.tuples(jobs(1), jobs(2), jobs(3))
@@ -60,6 +68,15 @@ def test_merging_is_commutative_and_associative(reports: Jobs) -> None:
     assert merge_reports([merge_reports([a, b]), c]) == whole
     assert merge_reports([a, merge_reports([b, c])]) == whole
     assert merge_reports([merge_reports([c]), merge_reports([b, a])]) == whole
+
+
+@SETTINGS
+@given(three_jobs)
+def test_left_out_is_the_union_of_what_no_job_judged(reports: Jobs) -> None:
+    merged = merge_reports(list(reports))
+    judged = {item["id"] for item in merged["implementations"]}
+    names = {e["implementation"] for job in reports for e in job["left_out"]} - judged
+    assert [e["implementation"] for e in merged.get("left_out", [])] == sorted(names)
 
 
 @SETTINGS

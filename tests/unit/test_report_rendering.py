@@ -72,6 +72,17 @@ def _rendering_report() -> dict[str, Any]:
     )
     none_held = implementation("EmptySink", "event_sink", {"event_sink.a": "waived"})
     data["implementations"] = [first, second, third, kept, shared, none_held]
+    data["left_out"] = [
+        {
+            "implementation": "PostgresStore",
+            "seam": "run_store",
+            "extra": "postgres",
+            "hint": "the `postgres` extra (in a polyloop checkout: pip install -e '.[postgres]') "
+            "and the PostgreSQL binaries (apt-get install -y postgresql)",
+            "ids": ["tests/contract/test_postgres_store_contract.py::TestPostgresStoreContract"],
+        },
+        {"implementation": _HOSTILE_TEXT, "seam": None, "extra": None, "hint": _HOSTILE_TEXT},
+    ]
     return data
 
 
@@ -85,6 +96,17 @@ def _check(name: str, text: str) -> None:
 @pytest.mark.parametrize("columns", [None, 5, 40, 72, 200])
 def test_terminal_text_line_by_line(columns: int | None) -> None:
     _check(f"report-{columns or 'unwrapped'}.txt", render_text(_rendering_report(), columns))
+
+
+@pytest.mark.parametrize("columns", [None, 72])
+def test_the_brief_terminal_text_line_by_line(columns: int | None) -> None:
+    """Without -v: the verdict, a line per implementation, the left-out ones, what to look at
+    and what to do next; each unverifiable promise is counted, not explained."""
+    text = render_text(_rendering_report(), columns, verbose=False)
+    _check(f"report-brief-{columns or 'unwrapped'}.txt", text)
+    assert "verify it yourself:" not in text
+    assert "why:" not in text
+    assert "rerun with -v (or --polyloop-verbose)" in text
 
 
 def test_markdown_line_by_line() -> None:
@@ -129,14 +151,24 @@ def test_only_an_interrupted_session_says_so() -> None:
 def test_a_conformant_report_lists_nothing_to_look_at() -> None:
     data = report(implementation("Impl", "model_client", {"model_client.a": "held"}))
     lines = render_text(data).splitlines()
-    assert lines[2:] == ["Impl  model_client  1/1  held 1  conftest.py:1"]
+    assert lines[2:] == [
+        "Impl  model_client  1/1  held 1  conftest.py:1",
+        "",
+        "next: nothing: every promise that can be checked here held",
+    ]
     summary = render_markdown(data).split("### promise × implementation matrix")[0]
     assert "\n### " not in summary
 
 
 def _whole(line: str) -> bool:
-    """A rerun command or a falsifying example: left whole so it can be copied."""
-    return "rerun: pytest" in line or "Falsifying example" in line or "action=Action(" in line
+    """A rerun command, a falsifying example or a left-out implementation's install hint: left
+    whole so it can be copied (and found by grep)."""
+    return (
+        "rerun: pytest" in line
+        or "Falsifying example" in line
+        or "action=Action(" in line
+        or "is not judged in this conformance run" in line
+    )
 
 
 @pytest.mark.parametrize("columns", [40, 72])
@@ -260,3 +292,31 @@ def test_a_hyphenated_word_is_not_split() -> None:
     data = _small(teardown_errors=["see tests/unit/test_report-rendering-with-hyphens.py " * 3])
     for line in render_text(data, 30).splitlines():
         assert not line.endswith("-"), line
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "verdict", "verbose", "next_line"),
+    [
+        ({"model_client.a": "violated"}, "violations", False, "next: fix each violated promise"),
+        ({"model_client.a": "waived"}, "incomplete", False, "next: make every implementation"),
+        (
+            {"model_client.a": "held", "model_client.b": "unverifiable"},
+            "conformant",
+            False,
+            "next: verify the unverifiable promises yourself (how: -v)",
+        ),
+        (
+            {"model_client.a": "held", "model_client.b": "unverifiable"},
+            "conformant",
+            True,
+            "next: verify the unverifiable promises yourself (above)",
+        ),
+    ],
+)
+def test_the_last_line_says_what_to_do_next(
+    outcomes: dict[str, str], verdict: str, verbose: bool, next_line: str
+) -> None:
+    data = report(implementation("Impl", "model_client", outcomes), verdict=verdict)
+    last = render_text(data, verbose=verbose).splitlines()[-1]
+    assert last.startswith(next_line), last
+    assert render_markdown(data).count("**Next:**") == 1
