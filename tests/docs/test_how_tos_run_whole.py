@@ -65,11 +65,15 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        return f"{shown(self.page)}:{self.line}"
 
     @property
     def needs(self) -> set[str]:
         return {need.strip() for need in self.markers.get("needs", "").split(",") if need.strip()}
+
+
+def shown(page: Path) -> str:
+    return str(page.relative_to(ROOT)) if page.is_relative_to(ROOT) else page.name
 
 
 def blocks(page: Path) -> list[Block]:
@@ -163,7 +167,7 @@ def step_of(block: Block, services: Mapping[str, str]) -> list[dict[str, Any]]:
     if block.lang in SHELLS:
         steps = []
         for line, command in commands(block):
-            where = f"{block.page.relative_to(ROOT)}:{line}"
+            where = f"{shown(block.page)}:{line}"
             if command.startswith("pip install "):
                 check_pip_install(where, command)
             else:
@@ -259,3 +263,51 @@ def test_the_commands_of_a_console_block_are_its_dollar_lines() -> None:
     page = ROOT / "docs" / "how-to" / "x.md"
     block = Block(page, 10, "console", "$ a \\\n  --b\nout\n$ # note\n$ c\n", {}, None)
     assert commands(block) == [(11, "a   --b"), (15, "c")]
+
+
+PAGE_THAT_BREAKS = """# A page
+
+```python
+greeting = "hello"
+print(greeting)
+```
+
+It prints `hello`
+
+<!-- save-as: tool.py -->
+```python
+def shout(text):
+    return text.upper()
+```
+
+```console
+$ python -c 'import tool; print(tool.shout("ok"))'
+OK
+$ test -f missing.txt
+```
+"""
+
+
+def test_a_failing_command_is_reported_with_its_page_line_and_output(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(PAGE_THAT_BREAKS, encoding="utf-8")
+
+    done = run_how_to(page, tmp_path / "reader", {})
+
+    assert done.returncode == 1
+    assert "FAILED page.md:19 (shell):\n$ test -f missing.txt\nexit status 1" in done.stderr
+    assert done.stdout.splitlines()[:2] == [
+        "hello",
+        "$ python -c 'import tool; print(tool.shout(\"ok\"))'",
+    ]
+    assert "OK" in done.stdout.splitlines()
+
+
+def test_a_block_that_does_not_print_what_the_page_says_fails(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(PAGE_THAT_BREAKS.replace("It prints `hello`", "It prints `bye`"), "utf-8")
+
+    done = run_how_to(page, tmp_path / "reader", {})
+
+    assert done.returncode == 1
+    assert "FAILED page.md:3 (python):\nthe page says it prints 'bye'" in done.stderr
