@@ -17,12 +17,15 @@ What each block of a page in docs/how-to/ is, by its fence and the HTML comments
 * ``<!-- not-run: REASON -->`` — a block that runs nowhere (a CI workflow, a signature, a line
   of a class body); the reason is required. ``<!-- fragment -->`` is not allowed in a how-to.
 * ``<!-- needs: postgres -->`` — runs against the throwaway server (its example URL replaced);
+  ``<!-- needs: otlp -->`` — sends to an OTLP/HTTP receiver of the test's (likewise), which must
+  receive spans;
   ``<!-- needs: ray, postgres -->`` — runs only in the Ray job: its ``run-by`` test (marked
   ``ray``) runs the whole page through it with :func:`run_how_to`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -30,9 +33,11 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +52,10 @@ DRIVER = Path(__file__).with_name("how_to_driver.py")
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>\S*)\s*$")
 MARKER = re.compile(r"^<!-- (?P<kind>[a-z-]+)(?::\s*(?P<value>.*?))? -->$")
 SHELLS = {"console", "bash", "sh"}
-EXAMPLE_URLS = {"postgres": "postgresql://polyloop@db.internal:5432/runs"}
+EXAMPLE_URLS = {
+    "postgres": "postgresql://polyloop@db.internal:5432/runs",
+    "otlp": "http://localhost:4318",
+}
 # The pages that cannot run in a few seconds, and why.
 SLOW = {
     "conformance-by-subclassing.md": "it runs the example's whole conformance suite (about 30 s)",
@@ -167,6 +175,7 @@ def step_of(block: Block, services: Mapping[str, str]) -> list[dict[str, Any]]:
     if block.lang in SHELLS:
         steps = []
         for line, command in commands(block):
+            command = with_services(command, block, services)
             where = f"{shown(block.page)}:{line}"
             if command.startswith("pip install "):
                 check_pip_install(where, command)
@@ -174,10 +183,15 @@ def step_of(block: Block, services: Mapping[str, str]) -> list[dict[str, Any]]:
                 steps.append({"kind": "shell", "where": where, "code": command})
         return steps
     assert block.lang == "python", f"{block.where}: a {block.lang!r} block is neither run nor saved"
-    code = block.code
-    for need in block.needs:
-        code = code.replace(EXAMPLE_URLS[need], services[need]) if need in EXAMPLE_URLS else code
+    code = with_services(block.code, block, services)
     return [{"kind": "python", "where": block.where, "code": code, "prints": block.prints}]
+
+
+def with_services(code: str, block: Block, services: Mapping[str, str]) -> str:
+    """The code with each example URL of what the block needs replaced by the service's."""
+    for need in sorted(block.needs & set(EXAMPLE_URLS)):
+        code = code.replace(EXAMPLE_URLS[need], services[need])
+    return code
 
 
 def run_how_to(
@@ -228,14 +242,40 @@ def page_param(page: Path) -> Any:
 def test_the_how_to_runs_whole_as_written(
     page: Path, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    needs = {need for block in blocks(page) for need in block.needs} - {"ray"}
     services: dict[str, str] = {}
-    for need in {need for block in blocks(page) for need in block.needs} - {"ray"}:
-        require_extra(need)
-        services[need] = request.getfixturevalue(f"{need}_database_dsn")
-
-    done = run_how_to(page, tmp_path / "reader", services)
+    if "postgres" in needs:
+        require_extra("postgres")
+        services["postgres"] = request.getfixturevalue("postgres_database_dsn")
+    with otlp_receiver("otlp" in needs) as (services["otlp"], received):
+        done = run_how_to(page, tmp_path / "reader", services)
 
     assert done.returncode == 0, the_run_failed(done)
+    if "otlp" in needs:
+        assert "/v1/traces" in {path for path, _, _ in received}, "no span reached the receiver"
+
+
+@contextlib.contextmanager
+def otlp_receiver(wanted: bool) -> Iterator[tuple[str, list[tuple[str, str, bytes]]]]:
+    """The OTel integration tests' OTLP/HTTP receiver on a loopback port, when ``wanted``: its
+    URL and what it received (path, content type, body)."""
+    received: list[tuple[str, str, bytes]] = []
+    if not wanted:
+        yield "", received
+        return
+    require_extra("otel")
+    from tests.integration.test_otel_otlp import Receiver
+
+    handler = type("Handler", (Receiver,), {"received": received})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", received
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
 
 
 ALL = [block for page in HOW_TOS for block in blocks(page)]
@@ -251,7 +291,9 @@ def test_every_block_of_a_how_to_says_what_it_is(block: Block) -> None:
         assert "save-as" in block.markers, f"{block.where}: a {block.lang} block is not run"
     if block.lang in SHELLS and "not-run" not in block.markers:
         assert commands(block), f"{block.where}: a shell block without a command"
-    assert block.needs <= {"postgres", "ray"}, f"{block.where}: nothing provides {block.needs}"
+    assert block.needs <= {*EXAMPLE_URLS, "ray"}, f"{block.where}: nothing provides {block.needs}"
+    for need in block.needs & set(EXAMPLE_URLS):
+        assert EXAMPLE_URLS[need] in block.code, f"{block.where}: shows no example URL for {need}"
     if "ray" in block.needs:
         path, _, test = block.markers.get("run-by", "").partition("::")
         source = (ROOT / path).read_text("utf-8") if path else ""
