@@ -294,10 +294,11 @@ def test_every_block_of_a_how_to_says_what_it_is(block: Block) -> None:
     assert block.needs <= {*EXAMPLE_URLS, "ray"}, f"{block.where}: nothing provides {block.needs}"
     for need in block.needs & set(EXAMPLE_URLS):
         assert EXAMPLE_URLS[need] in block.code, f"{block.where}: shows no example URL for {need}"
-    if "ray" in block.needs:
-        path, _, test = block.markers.get("run-by", "").partition("::")
-        source = (ROOT / path).read_text("utf-8") if path else ""
+    path, _, test = block.markers.get("run-by", "").partition("::")
+    source = (ROOT / path).read_text("utf-8") if path else ""
+    if "run-by" in block.markers or "ray" in block.needs:
         assert re.search(rf"^def {re.escape(test)}\(", source, re.M), f"{block.where}: run-by"
+    if "ray" in block.needs:
         assert "pytest.mark.ray" in source, f"{block.where}: its run-by test is not marked ray"
 
 
