@@ -18,7 +18,8 @@ What each block of a page in docs/how-to/ is, by its fence and the HTML comments
   of a class body); the reason is required. ``<!-- fragment -->`` is not allowed in a how-to.
 * ``<!-- needs: postgres -->`` — runs against the throwaway server (its example URL replaced);
   ``<!-- needs: otlp -->`` — sends to an OTLP/HTTP receiver of the test's (likewise), which must
-  receive spans;
+  receive spans; ``<!-- needs: mcp-http -->`` — the MCP tests' server over streamable HTTP,
+  which requires the page's bearer token;
   ``<!-- needs: ray, postgres -->`` — runs only in the Ray job: its ``run-by`` test (marked
   ``ray``) runs the whole page through it with :func:`run_how_to`.
 """
@@ -44,7 +45,7 @@ from typing import Any
 import pytest
 
 from polyloop.testing._base import in_ci
-from tests.conftest import require_extra
+from tests.conftest import mcp_http_server, require_extra
 
 ROOT = Path(__file__).resolve().parents[2]
 HOW_TOS = sorted((ROOT / "docs" / "how-to").glob("*.md"))
@@ -55,7 +56,9 @@ SHELLS = {"console", "bash", "sh"}
 EXAMPLE_URLS = {
     "postgres": "postgresql://polyloop@db.internal:5432/runs",
     "otlp": "http://localhost:4318",
+    "mcp-http": "http://127.0.0.1:8000/mcp",
 }
+MCP_TOKEN = "s3cret"  # the bearer token the MCP how-to sends
 # The pages that cannot run in a few seconds, and why.
 SLOW = {
     "conformance-by-subclassing.md": "it runs the example's whole conformance suite (about 30 s)",
@@ -247,7 +250,12 @@ def test_the_how_to_runs_whole_as_written(
     if "postgres" in needs:
         require_extra("postgres")
         services["postgres"] = request.getfixturevalue("postgres_database_dsn")
-    with otlp_receiver("otlp" in needs) as (services["otlp"], received):
+    with contextlib.ExitStack() as stack:
+        if "mcp-http" in needs:
+            require_extra("mcp")
+            url, _ = stack.enter_context(mcp_http_server("--token", MCP_TOKEN))
+            services["mcp-http"] = url
+        services["otlp"], received = stack.enter_context(otlp_receiver("otlp" in needs))
         done = run_how_to(page, tmp_path / "reader", services)
 
     assert done.returncode == 0, the_run_failed(done)
@@ -294,6 +302,8 @@ def test_every_block_of_a_how_to_says_what_it_is(block: Block) -> None:
     assert block.needs <= {*EXAMPLE_URLS, "ray"}, f"{block.where}: nothing provides {block.needs}"
     for need in block.needs & set(EXAMPLE_URLS):
         assert EXAMPLE_URLS[need] in block.code, f"{block.where}: shows no example URL for {need}"
+    if "mcp-http" in block.needs:
+        assert MCP_TOKEN in block.code, f"{block.where}: the test server wants {MCP_TOKEN!r}"
     path, _, test = block.markers.get("run-by", "").partition("::")
     source = (ROOT / path).read_text("utf-8") if path else ""
     if "run-by" in block.markers or "ray" in block.needs:
