@@ -18,8 +18,11 @@ def shown_output(text: str) -> list[str]:
 
 def test_the_otel_howto_example_prints_the_span_tree_the_page_shows() -> None:
     require_extra("otel")
-    blocks = python_blocks(PAGE)
+    # The example and the production set-up; the third, the batch's module, is saved by the
+    # reader and run by tests/docs/test_how_tos_run_whole.py.
+    *blocks, batch_module = python_blocks(PAGE)
     assert len(blocks) == 2
+    assert "def seams(" in batch_module
 
     printed = run_blocks(blocks)
 

@@ -11,6 +11,10 @@ The convention (HTML comments on the lines right above the fence; they do not re
   throwaway server the suite starts: the example URL in the snippet is replaced by the server's.
 * ``<!-- run-by: tests/FILE.py::TEST -->`` — a dedicated test runs it and checks what it prints.
 * ``<!-- file: PATH -->`` — the snippet is the project file PATH, verbatim (whose own tests run it).
+* ``<!-- save-as: PATH -->`` / ``<!-- not-run: REASON -->`` — in a how-to: a file the reader
+  writes, a block that runs nowhere. The pages of docs/how-to/ are run whole, shell commands
+  included, by tests/docs/test_how_tos_run_whole.py (which says what each marker means there);
+  here their markers are checked.
 
 A line "It prints `TEXT`" right after a snippet that runs here is checked (TEXT is a line it
 printed).
@@ -37,7 +41,8 @@ from tests.conftest import require_extra
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 MARKER = re.compile(r"^<!-- (?P<kind>[a-z-]+)(?::\s*(?P<value>.*?))? -->$")
-KINDS = {"fragment", "needs", "run-by", "file", "pitfall", "ci", "opt-in"}
+KINDS = {"fragment", "needs", "run-by", "file", "pitfall", "ci", "opt-in", "save-as", "not-run"}
+HOW_TO = ROOT / "docs" / "how-to"
 # The example addresses the `needs:` snippets show, replaced by the throwaway servers'.
 EXAMPLE_URLS = {
     "postgres": "postgresql://polyloop@db.internal:5432/runs",
@@ -59,7 +64,12 @@ class Snippet:
 
     @property
     def runs_here(self) -> bool:
-        return not {"fragment", "run-by", "file"} & set(self.markers)
+        not_here = {"fragment", "run-by", "file", "save-as", "not-run"}
+        return not not_here & set(self.markers) and self.page.parent != HOW_TO
+
+    @property
+    def needs(self) -> list[str]:
+        return [need.strip() for need in self.markers.get("needs", "").split(",") if need.strip()]
 
 
 def snippets(page: Path) -> list[Snippet]:
@@ -87,15 +97,15 @@ ALL = [snippet for page in PAGES for snippet in snippets(page)]
 
 def test_the_docs_have_snippets_of_every_kind() -> None:
     kinds = {kind for snippet in ALL for kind in snippet.markers}
-    assert {"fragment", "needs", "run-by", "file"} <= kinds
+    assert {"fragment", "needs", "run-by", "file", "save-as", "not-run"} <= kinds
     assert sum(snippet.runs_here for snippet in ALL) >= 10
 
 
 @pytest.mark.parametrize("snippet", ALL, ids=[snippet.where for snippet in ALL])
 def test_every_marker_is_known_and_names_what_exists(snippet: Snippet) -> None:
     assert set(snippet.markers) <= KINDS, f"{snippet.where}: unknown marker"
-    if "needs" in snippet.markers:
-        need = snippet.markers["needs"]
+    # A how-to's needs (ray, otlp, mcp-http, …) are checked by the test that runs it whole.
+    for need in snippet.needs if snippet.page.parent != HOW_TO else []:
         assert need in EXAMPLE_URLS, f"{snippet.where}: no throwaway server for {need!r}"
         assert EXAMPLE_URLS[need] in snippet.code, f"{snippet.where}: shows no example URL"
     if "run-by" in snippet.markers:

@@ -17,8 +17,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -299,40 +297,20 @@ async def test_two_workers_driving_one_run_are_fenced_by_the_store(
 
 
 def test_the_how_to_batch_runs_on_a_cluster(ray_cluster: None, dsn: str, tmp_path: Path) -> None:
-    """The how-to's Ray section as a reader runs it: the page's snippets up to it (the agent,
-    the seams factory and the tasks, defined in a script, so they travel by value) and its own,
-    in a script of their own that reaches the cluster through RAY_ADDRESS (its RayBackend() is
-    given no address), its store the test's PostgreSQL server."""
+    """The how-to run whole as a reader follows it, its Ray section included: rollouts.py written
+    where the page says, the Python and shell sections before it, then its own block, which
+    reaches the cluster through RAY_ADDRESS (its RayBackend() is given no address) and must print
+    what the page says; its store is the test's PostgreSQL server."""
     import ray
 
-    from tests.docs.test_snippets import snippets
+    from tests.docs.test_how_tos_run_whole import run_how_to, the_run_failed
 
     page = REPO_ROOT / "docs" / "how-to" / "run-a-batch.md"
-    found = snippets(page)
-    marker = "tests/integration/test_ray_backend.py::test_the_how_to_batch_runs_on_a_cluster"
-    (ours,) = [s for s in found if s.markers.get("run-by") == marker]
-    before = [s for s in found if s.line < ours.line and s.runs_here]
-    example = "postgresql://polyloop@db.internal:5432/runs"
-    assert example in ours.code
-    assert ours.prints is not None
-    script = tmp_path / "batch.py"
-    code = "\n".join([*(s.code for s in before), ours.code.replace(example, dsn)])
-    script.write_text(code, encoding="utf-8")
-    env = {
-        **os.environ,
-        "RAY_ADDRESS": ray.get_runtime_context().gcs_address,
-        "RAY_AUTH_MODE": "disabled",
-    }
-    done = subprocess.run(
-        [sys.executable, "-W", "error::DeprecationWarning", str(script)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == ours.prints, done.stdout
+    env = {"RAY_ADDRESS": ray.get_runtime_context().gcs_address, "RAY_AUTH_MODE": "disabled"}
+
+    done = run_how_to(page, tmp_path / "reader", {"postgres": dsn, "ray": ""}, env)
+
+    assert done.returncode == 0, the_run_failed(done)
     runs = asyncio.run(logs(dsn))
     assert sorted(runs) == sorted(f"sums.q{n}" for n in range(50))
     assert all(run_finished_count(log) == 1 for log in runs.values())
