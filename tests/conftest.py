@@ -12,6 +12,9 @@ refuse to run as root — which is what CI runs as. Here they run through
 
 Skip policy: outside CI, no PostgreSQL binaries → the tests skip, saying how to install them.
 In CI (``CI`` set) the Postgres tests must run, so missing binaries are a failure.
+
+Also the ``slow`` mark of the test functions ``tests/slow-tests.txt`` lists (measured; written by
+``scripts/slow_tests.py``): the README's everyday command leaves them to CI's slow-test step.
 """
 
 from __future__ import annotations
@@ -283,3 +286,26 @@ def mcp_http_url() -> Iterator[str]:
     start their own with ``mcp_http_server()``)."""
     with mcp_http_server() as (url, _):
         yield url
+
+
+# ------------------------------------------------------------------ the slow-test listing
+SLOW_LISTING = Path(__file__).with_name("slow-tests.txt")
+
+
+def slow_test_functions() -> frozenset[str]:
+    """The test functions ``tests/slow-tests.txt`` lists (``file::[Class::]function``)."""
+    names = set()
+    for line in SLOW_LISTING.read_text(encoding="utf-8").splitlines():
+        name = line.split("#", 1)[0].strip()
+        if name:
+            names.add(name)
+    return frozenset(names)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test function the listing names (measured: a case took seconds), so
+    the README's everyday command leaves it to CI's slow-test step."""
+    listed = slow_test_functions()
+    for item in items:
+        if item.nodeid.split("[", 1)[0] in listed:
+            item.add_marker(pytest.mark.slow)
