@@ -22,16 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing
 import os
 import pickle
 import signal
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from polyloop._base._exception_text import exception_text
 from polyloop._base._shown import shown
@@ -42,6 +39,10 @@ from polyloop._batch._tasks import SeamsFactory, Task, batch_run_id
 from polyloop.ports import Instrumentation
 from polyloop.stores import open_store, sqlite_path
 from polyloop.types import AgentDefinition
+
+if TYPE_CHECKING:  # multiprocessing is imported when a batch starts its workers
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
 __all__ = ["ProcessBackend", "worker_store_url"]
 
@@ -174,6 +175,8 @@ class _Pool:
 
     def start(self, count: int, payload: bytes) -> None:
         """Start ``count`` worker processes, each with a thread reading what it says."""
+        import multiprocessing  # importing it aliases __main__: only when a batch uses it
+
         context = multiprocessing.get_context("spawn")
         loop = asyncio.get_running_loop()
         # Blocked across the start, inherited by the child, which ignores them before
