@@ -93,6 +93,27 @@ def add_batch_command(subparsers: Any, store_option: argparse.ArgumentParser) ->
         "--batch", default=None, metavar="ID", help="the batch id (default: the file's name "
         "without extension); with each task id it makes the run id BATCH.TASK_ID"
     )  # fmt: skip
+    _add_driving_options(parser)
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="trace every run with OpenTelemetry, configured from the OTEL_* environment "
+        "variables (extra polyloop[otel]); each run span carries polyloop.batch and "
+        "polyloop.task_id",
+    )
+    parser.add_argument(
+        "--fail-on",
+        action="append",
+        default=[],
+        metavar="STOP_REASON[:N|:P%],...",
+        help="exit 1 when more than N runs (or P%% of the finished runs; no threshold: any) "
+        "stopped with STOP_REASON",
+    )
+    parser.set_defaults(func=run_batch_command)
+
+
+def _add_driving_options(parser: argparse.ArgumentParser) -> None:
+    """How the tasks are driven: at a time, in which processes, for how long, how to stop."""
     parser.add_argument(
         "--concurrency", default="8", metavar="N", help="runs at a time (default 8)"
     )
@@ -116,22 +137,6 @@ def add_batch_command(subparsers: Any, store_option: argparse.ArgumentParser) ->
         help="after the first Ctrl-C (or SIGTERM), how long the actions in flight may take to "
         "finish and be recorded before what is left is cancelled (default 30; 0: at once)",
     )
-    parser.add_argument(
-        "--otel",
-        action="store_true",
-        help="trace every run with OpenTelemetry, configured from the OTEL_* environment "
-        "variables (extra polyloop[otel]); each run span carries polyloop.batch and "
-        "polyloop.task_id",
-    )
-    parser.add_argument(
-        "--fail-on",
-        action="append",
-        default=[],
-        metavar="STOP_REASON[:N|:P%],...",
-        help="exit 1 when more than N runs (or P%% of the finished runs; no threshold: any) "
-        "stopped with STOP_REASON",
-    )
-    parser.set_defaults(func=run_batch_command)
 
 
 def run_batch_command(args: argparse.Namespace) -> int:
