@@ -1,6 +1,6 @@
 """How close durable batches come to the in-memory ceiling, and what a second core adds: ratios.
 
-    python benchmarks/durable_ratios.py [--dir DIR] [--runs N] [--slow-tasks N]
+    python benchmarks/durable_ratios.py [--dir DIR] [--runs N] [--postgres-runs N] [--slow-tasks N]
         [--slow-concurrency N] [--model-s S] [--rounds R] [--postgres-dsn DSN | --no-postgres]
 
 Every figure is a ratio of two throughputs measured in this run, taken side by side and
@@ -9,7 +9,8 @@ hits both sides alike; the absolute rates are printed beside them for scale only
 
 * The *instant* workload is ``concurrent_runs.py``'s: ``--runs`` three-step runs (two actions,
   then an answer; the model and the executor answer at once) through ``run_many`` on a fresh
-  store. Ratios: SQLite at concurrency 64 against MemoryStore at 64 (durability's CPU cost;
+  store. Ratios: SQLite at concurrency 64 against
+  MemoryStore at 64 (durability's CPU cost;
   target >= 0.75) and against SQLite at 1 (group commit; target >= 4).
 * The *slow-model* workload: every model call sleeps ``--model-s`` seconds; ``--slow-tasks``
   three-step runs, ``--slow-concurrency`` at a time, in steps per second. The issue's own
@@ -21,7 +22,8 @@ hits both sides alike; the absolute rates are printed beside them for scale only
 * PostgreSQL beside them, when a server is at hand: ``--postgres-dsn`` (or
   ``POLYLOOP_BENCH_DSN``), else a throwaway server started from the PostgreSQL binaries found
   on this machine (durable: ``fsync`` on, its data in the temporary directory), else
-  "skipped".
+  "skipped". PostgreSQL is far slower here, so its slow workload is one wave (as many runs as
+  are at once: the same load per step) and its instant one ``--postgres-runs`` runs.
 * The fsync cost of the file system (write + fsync of 1 KB), measured in ``--dir``.
 
 Each target line says ``met`` or ``NOT met``. The machine may be shared: read the spread.
@@ -36,6 +38,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -100,6 +103,7 @@ class Case:
     concurrency: int
     slow: bool = False
     workers: int | None = None  # ProcessBackend(workers), or the default backend
+    runs: int | None = None  # the runs of this case, if not the workload's
 
 
 async def _measure(case: Case, directory: Path, runs: int, tag: str) -> float:
@@ -148,7 +152,7 @@ def measure(
     for round_ in range(rounds):
         fsyncs.append(fsync_ms(directory, b"x" * 1024, 200))
         for index, case in enumerate(cases if round_ % 2 == 0 else list(reversed(cases))):
-            runs = sizes[1] if case.slow else sizes[0]
+            runs = case.runs or (sizes[1] if case.slow else sizes[0])
             tag = f"r{round_}-{index}-{os.getpid()}-{time.time_ns()}"
             rates[case.name].append(asyncio.run(_measure(case, directory, runs, tag)))
             progress(f"round {round_ + 1}: {case.name}: {rates[case.name][-1]:,.0f}/s")
@@ -209,7 +213,7 @@ def report(
     return lines
 
 
-def cases(postgres: str | None, slow_concurrency: int) -> list[Case]:
+def cases(postgres: str | None, slow_concurrency: int, postgres_runs: int) -> list[Case]:
     found = [
         Case("memory@64", "memory", 64),
         Case("sqlite@64", "sqlite", 64),
@@ -221,11 +225,11 @@ def cases(postgres: str | None, slow_concurrency: int) -> list[Case]:
     ]
     if postgres is not None:
         found += [
-            Case("postgres@64", postgres, 64),
-            Case("postgres@1", postgres, 1),
-            Case("slow postgres", postgres, slow_concurrency, slow=True),
-            Case("slow postgres 1 worker", postgres, slow_concurrency, slow=True, workers=1),
-            Case("slow postgres 2 workers", postgres, slow_concurrency, slow=True, workers=2),
+            Case("postgres@64", postgres, 64, runs=postgres_runs),
+            Case("postgres@1", postgres, 1, runs=postgres_runs),
+            Case("slow postgres", postgres, slow_concurrency, True, None, slow_concurrency),
+            Case("slow postgres 1 worker", postgres, slow_concurrency, True, 1, slow_concurrency),
+            Case("slow postgres 2 workers", postgres, slow_concurrency, True, 2, slow_concurrency),
         ]
     return found
 
@@ -289,6 +293,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--dir", type=Path, default=None, help="where the files go (a tmp dir)")
     parser.add_argument("--runs", type=int, default=512, help="runs of the instant workload")
+    parser.add_argument(
+        "--postgres-runs", type=int, default=128, help="runs of the instant workload, PostgreSQL"
+    )
     parser.add_argument("--slow-tasks", type=int, default=2000, help="runs of the slow workload")
     parser.add_argument("--slow-concurrency", type=int, default=1000)
     parser.add_argument("--model-s", type=float, default=0.25, help="the slow model's delay")
@@ -296,11 +303,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--postgres-dsn", default=os.environ.get("POLYLOOP_BENCH_DSN"))
     parser.add_argument("--no-postgres", action="store_true", help="skip PostgreSQL")
     args = parser.parse_args(argv)
-    if min(args.runs, args.slow_tasks, args.slow_concurrency, args.rounds) < 1:
-        parser.error("--runs, --slow-tasks, --slow-concurrency and --rounds must be >= 1")
+    if min(args.runs, args.postgres_runs, args.slow_tasks, args.slow_concurrency, args.rounds) < 1:
+        parser.error(
+            "--runs, --postgres-runs, --slow-tasks, --slow-concurrency and --rounds must be >= 1"
+        )
     if not 0 <= args.model_s < 60:
         parser.error("--model-s must be a number of seconds in [0, 60)")
     os.environ["POLYLOOP_BENCH_MODEL_S"] = repr(args.model_s)  # the workers read it
+    # `timeout` sends SIGTERM: leave through the finally blocks (the throwaway server stops).
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     directory = Path(tempfile.mkdtemp(prefix="polyloop-ratios-", dir=args.dir))
     slow = (
         f"{args.slow_tasks} runs of 3 steps, {args.slow_concurrency} at once, each model call "
@@ -312,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if postgres is None and not args.no_postgres:
                 postgres = stack.enter_context(throwaway_postgres())
             rates, fsyncs = measure(
-                cases(postgres, args.slow_concurrency),
+                cases(postgres, args.slow_concurrency, args.postgres_runs),
                 directory,
                 (args.runs, args.slow_tasks),
                 args.rounds,
