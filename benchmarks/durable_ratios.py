@@ -209,7 +209,11 @@ def report(
         rounds = " ".join(f"{r:.2f}" for r in each)
         lines.append(f"{label:<52}{value:>9.2f}{'>= ' + f'{target:g}':>9}  {verdict:<7}  {rounds}")
     lines.append(f"fsync ms (write + fsync of 1 KB): {statistics.median(fsyncs):.3f}")
-    lines.append(f"cpus: {os.cpu_count()} (the machine may be shared: the figures are noisy)")
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    lines.append(
+        f"cpus: {os.cpu_count()}, load average now {load} (on a shared machine the figures are "
+        "noisy, and a second worker process has no free core to use)"
+    )
     return lines
 
 

@@ -301,6 +301,7 @@ def test_ctrl_c_to_the_process_group_drains_exits_130_and_the_summary_is_stats(
         (("--workers", "0"), "--workers must be an integer >= 1, got '0'"),
         (("--workers", "two"), "--workers must be an integer >= 1, got 'two'"),
         (("--workers", "2", "--store", "memory:"), "not memory:"),
+        (("--workers", "2", "--otel"), "--workers cannot be combined with --otel"),
     ],
 )
 def test_a_bad_workers_option_is_refused_and_nothing_written(
