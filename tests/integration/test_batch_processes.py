@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -199,6 +200,36 @@ async def test_a_seams_factory_that_cannot_be_pickled_is_refused(tmp_path: Path)
         await run_many(AGENT, tasks(2), seams=lambda task: seams(task), store=url, batch="b",
                        backend=ProcessBackend(workers=2))  # fmt: skip
     assert (await logs(url)) == {}
+
+
+@pytest.mark.asyncio
+async def test_a_seams_factory_the_workers_cannot_import_fails_every_task_naming_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a factory defined in a notebook would: picklable here (by reference to a module this
+    process has), not importable in a worker. Every task fails with the reason; nothing is
+    written, so the next invocation (with an importable factory) starts them all."""
+    ghost = types.ModuleType("polyloop_ghost_seams")
+
+    def ghost_seams(task: Any) -> Any:
+        return seams(task)
+
+    ghost_seams.__module__ = ghost.__name__
+    ghost_seams.__qualname__ = "ghost_seams"
+    ghost.ghost_seams = ghost_seams  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, ghost.__name__, ghost)
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    summary = await asyncio.wait_for(
+        run_many(AGENT, tasks(6), seams=ghost_seams, store=url, batch="b",
+                 backend=ProcessBackend(workers=2)),
+        DEADLINE_S,
+    )  # fmt: skip
+    assert summary.what == {"failed": 6}
+    for outcome in summary.outcomes:
+        assert "the worker could not load the job" in (outcome.error or ""), outcome
+        assert "polyloop_ghost_seams" in (outcome.error or ""), outcome
+    assert (await logs(url)) == {}
+    assert not workers_alive()
 
 
 @pytest.mark.parametrize("workers", [0, -1, True, 1.5, "2", None])
