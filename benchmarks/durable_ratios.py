@@ -24,7 +24,10 @@ hits both sides alike; the absolute rates are printed beside them for scale only
   on this machine (durable: ``fsync`` on, its data in the temporary directory), else
   "skipped". PostgreSQL is far slower here, so its slow workload is one wave (as many runs as
   are at once: the same load per step) and its instant one ``--postgres-runs`` runs.
-* The fsync cost of the file system (write + fsync of 1 KB), measured in ``--dir``.
+* The fsync cost of the file system (write + fsync of 1 KB), measured in ``--dir``; and, for
+  each ``ProcessBackend`` case, how long its worker processes ran on a CPU and how long they
+  were ready but waited for one (Linux): a wait as long as the run means the cores were taken
+  by other work, and the 2 / 1 ratio cannot show what a free second core would add.
 
 Each target line says ``met`` or ``NOT met``. The machine may be shared: read the spread.
 """
@@ -35,6 +38,7 @@ import argparse
 import asyncio
 import contextlib
 import glob
+import multiprocessing
 import os
 import pwd
 import shutil
@@ -44,6 +48,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -70,6 +75,8 @@ TARGETS = {
     "slow sqlite/memory": 0.75,
     "slow processes 2/1 sqlite": 1.7,
 }
+#: Per ProcessBackend case: (seconds its workers ran, seconds they waited for a CPU), a round each.
+WAITS: dict[str, list[tuple[float, float]]] = {}
 MODEL_S = {"s": 0.25}  # the slow model's delay; set in the workers from the environment
 
 
@@ -138,6 +145,41 @@ async def _measure(case: Case, directory: Path, runs: int, tag: str) -> float:
     return runs * (len(REPLIES) if case.slow else 1) / elapsed
 
 
+class CpuWait:
+    """How long the worker processes of ``ProcessBackend`` ran and how long they were ready to
+    run but waited for a CPU (Linux's ``/proc/PID/task/*/schedstat``, sampled every 0.1 s):
+    when the wait is as long as the run, other work holds the cores and a second worker has
+    none to take. Zeros where ``/proc`` has no such files."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, tuple[float, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> CpuWait:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.1):
+            for child in multiprocessing.active_children():
+                if child.pid is None or not child.name.startswith("polyloop-batch-worker"):
+                    continue
+                ran = waited = 0
+                for stat in glob.glob(f"/proc/{child.pid}/task/*/schedstat"):
+                    with contextlib.suppress(OSError, ValueError):
+                        on_cpu, ready, _ = Path(stat).read_text().split()
+                        ran, waited = ran + int(on_cpu), waited + int(ready)
+                self.seen[child.pid] = (ran / 1e9, waited / 1e9)
+
+    def totals(self) -> tuple[float, float]:
+        return sum(v[0] for v in self.seen.values()), sum(v[1] for v in self.seen.values())
+
+
 def measure(
     cases: Sequence[Case],
     directory: Path,
@@ -154,7 +196,11 @@ def measure(
         for index, case in enumerate(cases if round_ % 2 == 0 else list(reversed(cases))):
             runs = case.runs or (sizes[1] if case.slow else sizes[0])
             tag = f"r{round_}-{index}-{os.getpid()}-{time.time_ns()}"
-            rates[case.name].append(asyncio.run(_measure(case, directory, runs, tag)))
+            with CpuWait() as cpu:
+                rates[case.name].append(asyncio.run(_measure(case, directory, runs, tag)))
+            if case.workers is not None:
+                ran, waited = cpu.totals()
+                WAITS.setdefault(case.name, []).append((ran, waited))
             progress(f"round {round_ + 1}: {case.name}: {rates[case.name][-1]:,.0f}/s")
     return rates, fsyncs
 
@@ -209,6 +255,11 @@ def report(
         rounds = " ".join(f"{r:.2f}" for r in each)
         lines.append(f"{label:<52}{value:>9.2f}{'>= ' + f'{target:g}':>9}  {verdict:<7}  {rounds}")
     lines.append(f"fsync ms (write + fsync of 1 KB): {statistics.median(fsyncs):.3f}")
+    for name, waits in WAITS.items():
+        lines.append(
+            f"{name}: worker processes on a CPU / waiting for one (s, per round): "
+            + ", ".join(f"{ran:.1f} / {waited:.1f}" for ran, waited in waits)
+        )
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     lines.append(
         f"cpus: {os.cpu_count()}, load average now {load} (on a shared machine the figures are "

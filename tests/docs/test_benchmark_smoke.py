@@ -306,6 +306,12 @@ def test_the_durable_ratios_benchmark_prints_each_ratio_and_its_verdict(
         assert re.search(_RATIO_LINE.format(label=re.escape(label)), out, flags=re.M), (label, out)
     assert re.search(r"^fsync ms \(write \+ fsync of 1 KB\): \d+\.\d{3}$", out, flags=re.M), out
     assert "scaled down from 20,000 / 5,000 / 1 s" in out
+    if sys.platform == "linux":
+        waits = (
+            r"^slow sqlite 2 workers: worker processes on a CPU / waiting for one "
+            r"\(s, per round\): "
+        )
+        assert re.search(waits + r"\d+\.\d / \d+\.\d, \d+\.\d / \d+\.\d$", out, re.M), out
     assert list(tmp_path.iterdir()) == []  # its temporary files are gone
 
 
