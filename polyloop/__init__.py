@@ -11,6 +11,7 @@ from polyloop._base._run_id import validate_run_id
 from polyloop._base._run_index import Percentiles, RunQuery, RunStats, RunSummary
 from polyloop._batch import (
     BatchSummary,
+    ProcessBackend,
     RunSeams,
     Task,
     TaskOutcome,
@@ -91,6 +92,7 @@ __all__ = [
     "ParsedReply",
     "Percentiles",
     "PolyloopError",
+    "ProcessBackend",
     "Record",
     "RunAlreadyExists",
     "RunAlreadyFinished",

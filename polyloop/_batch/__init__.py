@@ -10,6 +10,7 @@ from __future__ import annotations
 from polyloop._batch._backend import AsyncioBackend, Backend, BatchJob, Report, interrupted
 from polyloop._batch._drive import Verdict, drive_task, judge
 from polyloop._batch._outcome import TaskOutcome, What
+from polyloop._batch._processes import ProcessBackend
 from polyloop._batch._run_many import Plan, execute, plan, run_many, vet
 from polyloop._batch._summary import BatchSummary, Spread
 from polyloop._batch._tasks import RunSeams, SeamsFactory, Task, batch_run_id, seams_of
@@ -20,6 +21,7 @@ __all__ = [
     "BatchJob",
     "BatchSummary",
     "Plan",
+    "ProcessBackend",
     "Report",
     "RunSeams",
     "SeamsFactory",

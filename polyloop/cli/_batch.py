@@ -28,7 +28,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from polyloop._batch import BatchSummary, Plan, batch_run_id, execute, plan, vet
+from polyloop._batch import (
+    BatchSummary,
+    Plan,
+    ProcessBackend,
+    batch_run_id,
+    execute,
+    plan,
+    vet,
+)
 from polyloop.cli._batch_display import ProgressLine, render_summary
 from polyloop.cli._errors import is_driver_error, one_line, refuse
 from polyloop.cli._fail_on import BadRule, FailOn, parse_rules, tripped
@@ -44,8 +52,8 @@ __all__ = ["BATCH_USAGE", "add_batch_command"]
 
 BATCH_USAGE = (
     "polyloop batch TASKS.jsonl --agent MODULE:ATTR --seams MODULE:FUNC [--store URL] "
-    "[--batch ID] [--concurrency N] [--time-limit SECONDS] [--grace SECONDS] [--otel] "
-    "[--fail-on STOP_REASON[:N|:P%],...]"
+    "[--batch ID] [--concurrency N] [--workers N] [--time-limit SECONDS] [--grace SECONDS] "
+    "[--otel] [--fail-on STOP_REASON[:N|:P%],...]"
 )
 # argparse formats usage and help with %: a literal percent sign is written twice there.
 _USAGE_TEXT = BATCH_USAGE.replace("%", "%%")
@@ -85,22 +93,7 @@ def add_batch_command(subparsers: Any, store_option: argparse.ArgumentParser) ->
         "--batch", default=None, metavar="ID", help="the batch id (default: the file's name "
         "without extension); with each task id it makes the run id BATCH.TASK_ID"
     )  # fmt: skip
-    parser.add_argument(
-        "--concurrency", default="8", metavar="N", help="runs at a time (default 8)"
-    )
-    parser.add_argument(
-        "--time-limit",
-        default=None,
-        metavar="SECONDS",
-        help="end a run driven longer than this with stop reason time_limit",
-    )
-    parser.add_argument(
-        "--grace",
-        default="30",
-        metavar="SECONDS",
-        help="after the first Ctrl-C (or SIGTERM), how long the actions in flight may take to "
-        "finish and be recorded before what is left is cancelled (default 30; 0: at once)",
-    )
+    _add_driving_options(parser)
     parser.add_argument(
         "--otel",
         action="store_true",
@@ -117,6 +110,33 @@ def add_batch_command(subparsers: Any, store_option: argparse.ArgumentParser) ->
         "stopped with STOP_REASON",
     )
     parser.set_defaults(func=run_batch_command)
+
+
+def _add_driving_options(parser: argparse.ArgumentParser) -> None:
+    """How the tasks are driven: at a time, in which processes, for how long, how to stop."""
+    parser.add_argument(
+        "--concurrency", default="8", metavar="N", help="runs at a time (default 8)"
+    )
+    parser.add_argument(
+        "--workers",
+        default=None,
+        metavar="N",
+        help="drive the tasks in N worker processes on this machine, CONCURRENCY runs at a "
+        "time in each (default: all in this process); needs a SQLite file or PostgreSQL store",
+    )
+    parser.add_argument(
+        "--time-limit",
+        default=None,
+        metavar="SECONDS",
+        help="end a run driven longer than this with stop reason time_limit",
+    )
+    parser.add_argument(
+        "--grace",
+        default="30",
+        metavar="SECONDS",
+        help="after the first Ctrl-C (or SIGTERM), how long the actions in flight may take to "
+        "finish and be recorded before what is left is cancelled (default 30; 0: at once)",
+    )
 
 
 def run_batch_command(args: argparse.Namespace) -> int:
@@ -213,6 +233,7 @@ class _Settings(argparse.Namespace):
     store_url: str
     batch: str
     concurrency: int
+    workers: int | None
     time_limit_s: float | None
     grace_s: float
     rules: tuple[FailOn, ...]
@@ -224,6 +245,7 @@ def _settings(args: argparse.Namespace) -> _Settings:
     """Everything checked without touching the store: arguments, the file, the imports."""
     settings = _Settings()
     settings.concurrency = _concurrency(args.concurrency)
+    settings.workers = _workers(args.workers, args.store, args.otel)
     settings.time_limit_s = _time_limit(args.time_limit)
     settings.grace_s = _grace(args.grace)
     settings.rules = parse_rules(args.fail_on)
@@ -253,6 +275,22 @@ def _settings(args: argparse.Namespace) -> _Settings:
 def _concurrency(text: str) -> int:
     if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise Refused(f"--concurrency must be an integer >= 1, got {text!r}")
+    return int(text)
+
+
+def _workers(text: str | None, store: str, otel: bool) -> int | None:
+    """``--workers``: ``None`` (this process) or N >= 1, with a store every process can open."""
+    if text is None:
+        return None
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise Refused(f"--workers must be an integer >= 1, got {text!r}")
+    if store == "memory:":
+        raise Refused(
+            "--workers needs a store every worker process can open: a SQLite file or "
+            "PostgreSQL, not memory:"
+        )
+    if otel:
+        raise Refused("--workers cannot be combined with --otel yet: trace in one process")
     return int(text)
 
 
@@ -321,7 +359,7 @@ async def _vetted(settings: _Settings, store: RunStore, lines: dict[str, int]) -
             batch=settings.batch,
             concurrency=settings.concurrency,
             time_limit_s=settings.time_limit_s,
-            backend=None,
+            backend=None if settings.workers is None else ProcessBackend(settings.workers),
         )
         job = replace(checked.job, instrumentation=settings.instrumentation)
         vetted = await vet(replace(checked, job=job))

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -264,3 +265,85 @@ def test_the_concurrent_runs_benchmark_refuses_bad_arguments() -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert "two different levels" in done.stderr
+
+
+def _durable_ratios(monkeypatch: pytest.MonkeyPatch) -> object:
+    spec = importlib.util.spec_from_file_location(
+        "durable_ratios", ROOT / "benchmarks" / "durable_ratios.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "durable_ratios", bench)  # its dataclasses look it up
+    spec.loader.exec_module(bench)
+    return bench
+
+
+_RATIO_LINE = r"^{label}\s+\d+\.\d\d\s+>= [\d.]+\s+(met|NOT met)\s+[\d. ]+$"
+
+
+@pytest.mark.postgres
+def test_the_durable_ratios_benchmark_prints_each_ratio_and_its_verdict(
+    tmp_path: Path, postgres_database_dsn: str
+) -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "durable_ratios.py"), "--dir", str(tmp_path),
+         "--runs", "6", "--slow-tasks", "8", "--slow-concurrency", "4", "--model-s", "0.01",
+         "--rounds", "2", "--postgres-dsn", postgres_database_dsn],
+        capture_output=True, text=True, timeout=180, check=True,
+    ).stdout  # fmt: skip
+
+    for label in (
+        "SQLite@64 / MemoryStore@64",
+        "SQLite@64 / SQLite@1",
+        "slow model: SQLite / MemoryStore",
+        "slow model: ProcessBackend 2 / 1 workers, SQLite",
+        "PostgreSQL@64 / MemoryStore@64",
+        "PostgreSQL@64 / PostgreSQL@1",
+        "slow model: PostgreSQL / MemoryStore",
+        "slow model: ProcessBackend 2 / 1 workers, PostgreSQL",
+    ):
+        assert re.search(_RATIO_LINE.format(label=re.escape(label)), out, flags=re.M), (label, out)
+    assert re.search(r"^fsync ms \(write \+ fsync of 1 KB\): \d+\.\d{3}$", out, flags=re.M), out
+    assert "scaled down from 20,000 / 5,000 / 1 s" in out
+    if sys.platform == "linux":
+        waits = (
+            r"^slow sqlite 2 workers: worker processes on a CPU / waiting for one "
+            r"\(s, per round\): "
+        )
+        assert re.search(waits + r"\d+\.\d / \d+\.\d, \d+\.\d / \d+\.\d$", out, re.M), out
+    assert list(tmp_path.iterdir()) == []  # its temporary files are gone
+
+
+def test_the_durable_ratios_benchmark_judges_each_target_and_skips_what_it_lacks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # as when run as a script
+    bench: Any = _durable_ratios(monkeypatch)
+    rates = {
+        "memory@64": [1000.0, 1000.0],
+        "sqlite@64": [800.0, 700.0],  # 0.80, 0.70: median 0.75, met
+        "sqlite@1": [250.0, 100.0],  # 3.2, 7.0: median 5.1, met
+        "slow memory": [3000.0, 3000.0],
+        "slow sqlite": [1500.0, 1500.0],  # 0.5: NOT met
+        "slow sqlite 1 worker": [1000.0, 1000.0],
+        "slow sqlite 2 workers": [1650.0, 1750.0],  # median 1.7: met
+    }
+    lines = "\n".join(bench.report(rates, [1.0, 3.0], None, "tiny"))
+
+    assert re.search(r"^SQLite@64 / MemoryStore@64\s+0\.75\s+>= 0\.75\s+met\s", lines, re.M)
+    assert re.search(r"^SQLite@64 / SQLite@1\s+5\.10\s+>= 4\s+met\s", lines, re.M)
+    assert re.search(r"^slow model: SQLite / MemoryStore\s+0\.50\s+>= 0\.75\s+NOT met", lines, re.M)
+    assert re.search(r"2 / 1 workers, SQLite\s+1\.70\s+>= 1\.7\s+met\s", lines, re.M)
+    assert len(re.findall(r"^.*PostgreSQL.*skipped\s+\(no PostgreSQL\)$", lines, re.M)) == 4
+    assert "fsync ms (write + fsync of 1 KB): 2.000" in lines
+
+
+def test_the_durable_ratios_benchmark_refuses_bad_arguments() -> None:
+    for bad in (["--runs", "0"], ["--rounds", "0"], ["--slow-concurrency", "0"],
+                ["--model-s", "-1"]):  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "durable_ratios.py"), *bad],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2, bad

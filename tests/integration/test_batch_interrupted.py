@@ -5,7 +5,9 @@ unfinished, the summary is printed). Either way the same command, run again, fin
 task with exactly one ``RunFinished``, none ``cancelled``, and no action recorded as executed
 runs twice: the executor appends a line per call to a file, a count that survives the killed
 process. A run cut inside an action ends ``resume_state_unknown`` (the loop's own decision:
-that action may or may not have run and may not be replayed).
+that action may or may not have run and may not be replayed). Each test runs twice: the batch in
+one process, and in two worker processes (``--workers 2``), whose runs a killed driver leaves
+as resumable as its own.
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ KILL_AT = 150  # executor calls seen before the signal (of 600)
 DEADLINE_S = 120.0
 
 
+@pytest.fixture(params=[(), ("--workers", "2")], ids=["one-process", "two-workers"])
+def more(request: pytest.FixtureRequest) -> tuple[str, ...]:
+    """The batch in this process, or in two worker processes (``ProcessBackend``)."""
+    options: tuple[str, ...] = request.param
+    return options
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     """A directory with the tasks file and the agent's module (imported from the cwd)."""
@@ -47,7 +56,7 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def command(workdir: Path, *, slow: bool) -> subprocess.Popen[str]:
+def command(workdir: Path, *, slow: bool, more: tuple[str, ...] = ()) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         "BATCH_CALLS": str(workdir / "calls.txt"),
@@ -56,7 +65,7 @@ def command(workdir: Path, *, slow: bool) -> subprocess.Popen[str]:
     }
     return subprocess.Popen(
         [sys.executable, "-m", "polyloop.cli", "batch", "tasks.jsonl", "--agent",
-         "batch_doubles:AGENT", "--seams", "batch_doubles:seams", "--concurrency", "8"],
+         "batch_doubles:AGENT", "--seams", "batch_doubles:seams", "--concurrency", "8", *more],
         cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -106,15 +115,17 @@ def assert_every_task_finished_once_and_no_action_ran_twice(workdir: Path) -> Co
     return stops
 
 
-def test_sigkill_mid_batch_then_the_same_command_finishes_every_task(workdir: Path) -> None:
-    first = command(workdir, slow=True)
+def test_sigkill_mid_batch_then_the_same_command_finishes_every_task(
+    workdir: Path, more: tuple[str, ...]
+) -> None:
+    first = command(workdir, slow=True, more=more)
     wait_for_calls(workdir, first, KILL_AT)
     first.send_signal(signal.SIGKILL)
     assert finish(first)[0] == -signal.SIGKILL
     unfinished = [run_id for run_id, log in logs(workdir).items() if log.finished is None]
     assert unfinished  # the kill did cut runs in flight
 
-    status, out, err = finish(command(workdir, slow=False))
+    status, out, err = finish(command(workdir, slow=False, more=more))
     assert status == 0, (out, err)
     assert "resumed" in out.splitlines()[0]
     stops = assert_every_task_finished_once_and_no_action_ran_twice(workdir)
@@ -122,7 +133,7 @@ def test_sigkill_mid_batch_then_the_same_command_finishes_every_task(workdir: Pa
 
     # and once more: nothing left to do, nothing written
     records = sum(len(log.records) for log in logs(workdir).values())
-    status, out, _ = finish(command(workdir, slow=False))
+    status, out, _ = finish(command(workdir, slow=False, more=more))
     assert status == 0
     assert f"{TASKS} tasks: {TASKS} skipped" in out.splitlines()[0]
     assert sum(len(log.records) for log in logs(workdir).values()) == records
@@ -133,9 +144,9 @@ def test_sigkill_mid_batch_then_the_same_command_finishes_every_task(workdir: Pa
     [(signal.SIGINT, 130, 1), (signal.SIGTERM, 143, 1), (signal.SIGINT, 130, 3)],
 )
 def test_an_interrupted_batch_leaves_its_runs_resumable_and_never_cancelled(
-    workdir: Path, signal_number: int, status: int, times: int
+    workdir: Path, more: tuple[str, ...], signal_number: int, status: int, times: int
 ) -> None:
-    first = command(workdir, slow=True)
+    first = command(workdir, slow=True, more=more)
     wait_for_calls(workdir, first, KILL_AT)
     for _ in range(times):  # once is enough; an impatient user's next ones change nothing
         first.send_signal(signal_number)
@@ -153,7 +164,7 @@ def test_an_interrupted_batch_leaves_its_runs_resumable_and_never_cancelled(
     )
     assert any(log.finished is None for log in found.values())
 
-    code, out, err = finish(command(workdir, slow=False))
+    code, out, err = finish(command(workdir, slow=False, more=more))
     assert code == 0, (out, err)
     assert "resumed" in out.splitlines()[0]
     assert_every_task_finished_once_and_no_action_ran_twice(workdir)
