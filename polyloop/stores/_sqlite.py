@@ -344,9 +344,14 @@ class SQLiteStore(AsyncClosing):
                 # commits inline again.
                 more = bool(self._waiting)
                 self._group_queued = more
+            # One wake-up per event loop for the whole group, not one per waiter: waking a loop
+            # from another thread is the durable path's own largest cost (design note 0005).
+            settled: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[None], Any]]] = {}
             for waiter, outcome in zip(group, outcomes, strict=True):
+                settled.setdefault(waiter.loop, []).append((waiter.future, outcome))
+            for loop, futures in settled.items():
                 with contextlib.suppress(RuntimeError):  # that loop has closed
-                    waiter.loop.call_soon_threadsafe(_settle, waiter.future, None, outcome)
+                    loop.call_soon_threadsafe(_settle_all, futures)
             # Calls queued behind us (a read) go first, then the next group. A stopped worker
             # takes no more jobs: the groups still waiting are committed here.
             if not more or (not worker.idle() and worker.submit(self._commit_waiting, worker)):
@@ -772,6 +777,12 @@ def _run(
         error = exc
     with contextlib.suppress(RuntimeError):  # that loop has closed: nobody is waiting
         loop.call_soon_threadsafe(_settle, future, result, error)
+
+
+def _settle_all(futures: list[tuple[asyncio.Future[None], BaseException | None]]) -> None:
+    """On the waiters' loop: each group commit's outcome to its waiter, in the group's order."""
+    for future, error in futures:
+        _settle(future, None, error)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
