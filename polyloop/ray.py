@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Final
 
@@ -32,16 +30,16 @@ from polyloop._base._shown import shown
 from polyloop._batch import (
     BatchJob,
     Report,
-    SeamsFactory,
+    ShippedJob,
     Task,
     TaskOutcome,
     What,
     batch_run_id,
     drive_task,
     interrupted,
+    shipped,
 )
-from polyloop.stores import open_store, sqlite_path
-from polyloop.types import AgentDefinition
+from polyloop.stores import open_store
 
 __all__ = ["RayBackend"]
 
@@ -60,23 +58,12 @@ def _import_ray() -> ModuleType:
         raise ImportError(f"{_INSTALL_HINT} ({exc})") from exc
 
 
-@dataclass(frozen=True, slots=True)
-class _Job:
-    """What every Ray task of one batch needs besides its task; shipped once (``ray.put``)."""
-
-    agent: AgentDefinition
-    seams: SeamsFactory
-    store_url: str
-    batch: str
-    time_limit_s: float | None
-
-
-def _drive_in_worker(job: _Job, task: Task) -> TaskOutcome:
+def _drive_in_worker(job: ShippedJob, task: Task) -> TaskOutcome:
     """The body of each Ray task: open the store, drive the task in a new event loop, close."""
     return asyncio.run(_drive(job, task))
 
 
-async def _drive(job: _Job, task: Task) -> TaskOutcome:
+async def _drive(job: ShippedJob, task: Task) -> TaskOutcome:
     store = open_store(job.store_url)
     try:
         return await drive_task(
@@ -170,7 +157,7 @@ class RayBackend:
         and resumable (no ``RunFinished(cancelled)`` is written), each reported
         ``interrupted``.
         """
-        shipped = _Job(job.agent, job.seams, _store_url(job.store_url), job.batch, job.time_limit_s)
+        sent = shipped(job, "RayBackend", instrumentation=False)
         if not tasks:
             return  # nothing to send: no reason to connect to a cluster
         ray = self._ray
@@ -184,7 +171,7 @@ class RayBackend:
             )
         try:
             try:
-                job_ref = ray.put(shipped)
+                job_ref = ray.put(sent)
             except Exception as exc:
                 raise TypeError(
                     "the agent and the seams factory go to the Ray workers by pickling; "
@@ -252,25 +239,6 @@ class RayBackend:
             f"RayBackend(address={self.address!r}, max_retries={self.max_retries}, "
             f"options={self.options!r})"
         )
-
-
-def _store_url(store: str | None) -> str:
-    """The URL each worker opens: a SQLite path made absolute (a worker's directory is not
-    necessarily the driver's); a store given as an object, and ``memory:``, refused."""
-    if store is None:
-        raise TypeError(
-            "RayBackend needs the store as a URL, since each worker opens its own: pass "
-            "run_many(store='postgresql://user@host/db'), not a store object"
-        )
-    if store == "memory:":
-        raise ValueError(
-            "RayBackend cannot use the store 'memory:': each worker would have its own; use "
-            "PostgreSQL (postgresql://…) or, on one machine, a SQLite file"
-        )
-    path = sqlite_path(store)  # ValueError (one line) for a URL of no store
-    if path is None:
-        return store
-    return "sqlite:///" + os.path.abspath(path)
 
 
 def _without_outcome(task: Task, batch: str, what: What, exc: BaseException) -> TaskOutcome:

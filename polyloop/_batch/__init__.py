@@ -2,12 +2,20 @@
 
 Internal; the public names are re-exported from :mod:`polyloop`. A backend that drives tasks
 elsewhere (another process, another machine) builds on :class:`Backend`, :class:`BatchJob`,
-:func:`drive_task` and :func:`interrupted`.
+:func:`drive_task`, :func:`interrupted` and :func:`shipped` (the job as another process gets it).
 """
 
 from __future__ import annotations
 
-from polyloop._batch._backend import AsyncioBackend, Backend, BatchJob, Report, interrupted
+from polyloop._batch._backend import (
+    AsyncioBackend,
+    Backend,
+    BatchJob,
+    Report,
+    ShippedJob,
+    interrupted,
+    shipped,
+)
 from polyloop._batch._drive import Verdict, drive_task, judge
 from polyloop._batch._outcome import TaskOutcome, What
 from polyloop._batch._processes import ProcessBackend
@@ -25,6 +33,7 @@ __all__ = [
     "Report",
     "RunSeams",
     "SeamsFactory",
+    "ShippedJob",
     "Spread",
     "Task",
     "TaskOutcome",
@@ -38,5 +47,6 @@ __all__ = [
     "plan",
     "run_many",
     "seams_of",
+    "shipped",
     "vet",
 ]

@@ -16,6 +16,7 @@ cancelled only if that takes longer than the grace period (or at a second interr
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -24,9 +25,19 @@ from polyloop._batch._drive import drive_task
 from polyloop._batch._outcome import TaskOutcome
 from polyloop._batch._tasks import SeamsFactory, Task, batch_run_id
 from polyloop.ports import Instrumentation, RunStore
+from polyloop.stores import sqlite_path
 from polyloop.types import AgentDefinition
 
-__all__ = ["AsyncioBackend", "Backend", "BatchJob", "Report", "interrupted"]
+__all__ = [
+    "AsyncioBackend",
+    "Backend",
+    "BatchJob",
+    "Report",
+    "ShippedJob",
+    "interrupted",
+    "shipped",
+    "worker_store_url",
+]
 
 #: Called in the driver's process with each outcome, in the order they arrive.
 Report = Callable[[TaskOutcome], None]
@@ -66,6 +77,52 @@ class BatchJob:
             draining=self.draining,
             instrumentation=self.instrumentation,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ShippedJob:
+    """What a task driven in another process needs besides the task: the job with its store as
+    a URL, since each process opens its own (pickled once, sent to each worker)."""
+
+    agent: AgentDefinition
+    seams: SeamsFactory
+    store_url: str
+    batch: str
+    time_limit_s: float | None
+    instrumentation: Instrumentation | None
+
+
+def shipped(job: BatchJob, who: str, *, instrumentation: bool = True) -> ShippedJob:
+    """``job`` as a backend sends it to other processes (``who`` names the backend in the
+    errors of :func:`worker_store_url`); its instrumentation only if ``instrumentation``."""
+    return ShippedJob(
+        job.agent,
+        job.seams,
+        worker_store_url(job.store_url, who),
+        job.batch,
+        job.time_limit_s,
+        job.instrumentation if instrumentation else None,
+    )
+
+
+def worker_store_url(store: str | None, who: str) -> str:
+    """The URL each worker process opens: a SQLite path made absolute (a worker's directory is
+    not necessarily the driver's); a store given as an object, and ``memory:``, refused (each
+    worker would have a store of its own)."""
+    if store is None:
+        raise TypeError(
+            f"{who} needs the store as a URL, since each worker opens its own: pass "
+            "run_many(store='sqlite:///runs.db') or a postgresql:// URL, not a store object"
+        )
+    if store == "memory:":
+        raise ValueError(
+            f"{who} cannot use the store 'memory:': each worker would have its own; use a "
+            "SQLite file (sqlite:///runs.db) on one machine, or PostgreSQL (postgresql://…)"
+        )
+    path = sqlite_path(store)  # ValueError (one line) for a URL of no store
+    if path is None:
+        return store
+    return "sqlite:///" + os.path.abspath(path)
 
 
 @runtime_checkable

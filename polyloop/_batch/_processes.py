@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import pickle
 import signal
 import threading
@@ -32,19 +31,17 @@ from typing import TYPE_CHECKING, Any, Final
 
 from polyloop._base._exception_text import exception_text
 from polyloop._base._shown import shown
-from polyloop._batch._backend import BatchJob, Report, interrupted
+from polyloop._batch._backend import BatchJob, Report, ShippedJob, interrupted, shipped
 from polyloop._batch._drive import drive_task
 from polyloop._batch._outcome import Tally, TaskOutcome
-from polyloop._batch._tasks import SeamsFactory, Task, batch_run_id
-from polyloop.ports import Instrumentation
-from polyloop.stores import open_store, sqlite_path
-from polyloop.types import AgentDefinition
+from polyloop._batch._tasks import Task, batch_run_id
+from polyloop.stores import open_store
 
 if TYPE_CHECKING:  # multiprocessing is imported when a batch starts its workers
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
-__all__ = ["ProcessBackend", "worker_store_url"]
+__all__ = ["ProcessBackend"]
 
 _SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 #: After a cancellation, how long the workers get to report their runs interrupted (they
@@ -52,37 +49,6 @@ _SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 _CANCEL_WAIT_S: Final = 10.0
 #: At the end, how long a worker with nothing in flight gets to close its store and exit.
 _EXIT_WAIT_S: Final = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class _Job:
-    """What every worker needs besides its tasks; pickled once, sent to each worker."""
-
-    agent: AgentDefinition
-    seams: SeamsFactory
-    store_url: str
-    batch: str
-    time_limit_s: float | None
-    instrumentation: Instrumentation | None
-
-
-def worker_store_url(store: str | None, who: str = "ProcessBackend") -> str:
-    """The URL each worker process opens: a SQLite path made absolute; a store given as an
-    object, and ``memory:``, refused (each process would have a store of its own)."""
-    if store is None:
-        raise TypeError(
-            f"{who} needs the store as a URL, since each worker process opens its own: pass "
-            "run_many(store='sqlite:///runs.db') or a postgresql:// URL, not a store object"
-        )
-    if store == "memory:":
-        raise ValueError(
-            f"{who} cannot use the store 'memory:': each worker process would have its own; "
-            "use a SQLite file (sqlite:///runs.db) or PostgreSQL (postgresql://…)"
-        )
-    path = sqlite_path(store)  # ValueError (one line) for a URL of no store
-    if path is None:
-        return store
-    return "sqlite:///" + os.path.abspath(path)
 
 
 class ProcessBackend:
@@ -118,18 +84,11 @@ class ProcessBackend:
         """Hand the tasks to the worker processes, ``concurrency`` in flight in each; report
         each outcome as it arrives. Cancelled, it sends nothing more and tells the workers to
         cancel their drives (each reported ``interrupted``), waits for them and re-raises."""
-        shipped = _Job(
-            job.agent,
-            job.seams,
-            worker_store_url(job.store_url),
-            job.batch,
-            job.time_limit_s,
-            job.instrumentation,
-        )
+        sent = shipped(job, "ProcessBackend")
         if not tasks:
             return
         try:
-            payload = pickle.dumps(shipped)
+            payload = pickle.dumps(sent)
         except Exception as exc:
             raise TypeError(
                 "the agent, the seams factory and the instrumentation go to the worker "
@@ -395,14 +354,14 @@ def _worker_main(payload: bytes, from_driver: Connection, to_driver: Connection)
         signal.signal(number, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
     try:
-        job: _Job = pickle.loads(payload)
+        job: ShippedJob = pickle.loads(payload)
     except Exception as exc:
         to_driver.send(("broken", f"the worker could not load the job: {exception_text(exc)}"))
         return
     asyncio.run(_serve(job, from_driver, to_driver))
 
 
-async def _serve(job: _Job, from_driver: Connection, to_driver: Connection) -> None:
+async def _serve(job: ShippedJob, from_driver: Connection, to_driver: Connection) -> None:
     """Drive each task the driver sends, until it says ``end`` or ``cancel`` (or is gone)."""
     try:
         store = open_store(job.store_url)

@@ -34,11 +34,9 @@ import re
 import shlex
 import subprocess
 import sys
-import threading
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -272,18 +270,10 @@ def otlp_receiver(wanted: bool) -> Iterator[tuple[str, list[tuple[str, str, byte
         yield "", received
         return
     require_extra("otel")
-    from tests.integration.test_otel_otlp import Receiver
+    from tests.integration.test_otel_otlp import serving_receiver
 
-    handler = type("Handler", (Receiver,), {"received": received})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", received
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving_receiver() as served:
+        yield served
 
 
 ALL = [block for page in HOW_TOS for block in blocks(page)]

@@ -7,6 +7,7 @@ loopback, so the request side comes from its description and the response side f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -65,6 +66,13 @@ class Receiver(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def receiver() -> Iterator[tuple[str, list[tuple[str, str, bytes]]]]:
+    with serving_receiver() as served:
+        yield served
+
+
+@contextlib.contextmanager
+def serving_receiver() -> Iterator[tuple[str, list[tuple[str, str, bytes]]]]:
+    """An OTLP/HTTP receiver on a loopback port: its endpoint and what it received."""
     received: list[tuple[str, str, bytes]] = []
     handler = type("Handler", (Receiver,), {"received": received})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -154,7 +154,10 @@ async def test_a_store_the_workers_cannot_open_is_refused_before_any_task(
 def test_a_sqlite_path_reaches_the_workers_absolute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from polyloop.ray import _store_url
+    from polyloop._batch._backend import worker_store_url
+
+    def _store_url(store: str) -> str:
+        return worker_store_url(store, "RayBackend")
 
     monkeypatch.chdir(tmp_path)
     absolute = "sqlite:///" + os.path.join(str(tmp_path), "runs.db")
