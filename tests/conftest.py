@@ -309,3 +309,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.nodeid.split("[", 1)[0] in listed:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _signals_as_they_were() -> Iterator[None]:
+    """Every test leaves SIGINT and SIGTERM and this thread's signal mask as it found them: the
+    batch command ignores both signals for the rest of its process once interrupted, and a
+    child process started by a later test in the same worker would inherit that."""
+    import signal
+
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    for number, handler in handlers.items():
+        if signal.getsignal(number) is not handler and handler is not None:
+            signal.signal(number, handler)
+    if signal.pthread_sigmask(signal.SIG_BLOCK, []) != mask:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)

@@ -93,8 +93,14 @@ def test_a_store_keeping_its_data_elsewhere_is_not_judged(
     assert "keeps its data outside the directory its factory was given" in parts["why"]
 
 
+# The driver takes Ctrl-C as a terminal's process does, whatever it inherited: a test that ran
+# before in the same worker may have left SIGINT ignored or blocked (an interrupted batch command
+# ignores it for the rest of its process), and a child inherits both; CI once saw the probe run
+# to its end, exit 0, for that.
 _DRIVER = """
-import asyncio, sys
+import asyncio, signal, sys
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from polyloop.testing._power import power_findings
 
 async def main():
