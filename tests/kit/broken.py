@@ -558,6 +558,11 @@ class HttpModel:
         return ModelReply(text=json.loads(body)["choices"][0]["message"]["content"])
 
     async def _post(self, payload: object) -> tuple[int, bytes]:
+        status, _, body = await self._post_with_headers(payload)
+        return status, body
+
+    async def _post_with_headers(self, payload: object) -> tuple[int, dict[str, str], bytes]:
+        """The request, and the response's status, headers (lower-cased names) and body."""
         reader, writer = await asyncio.open_connection(self.url.hostname, self.url.port)
         try:
             data = json.dumps(payload).encode()
@@ -569,7 +574,7 @@ class HttpModel:
             head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
             fields = dict(line.lower().split(": ", 1) for line in head[1:] if ": " in line)
             body = await reader.readexactly(int(fields.get("content-length", "0")))
-            return int(head[0].split()[1]), body
+            return int(head[0].split()[1]), fields, body
         finally:
             writer.close()
 

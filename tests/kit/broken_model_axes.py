@@ -48,27 +48,7 @@ class KeepsTheLastReplyForLogs(HttpModel):
         return self.last
 
 
-class _HeadersModel(HttpModel):
-    """HttpModel whose request also returns the response's headers."""
-
-    async def _post_with_headers(self, payload: object) -> tuple[int, dict[str, str], bytes]:
-        reader, writer = await asyncio.open_connection(self.url.hostname, self.url.port)
-        try:
-            data = json.dumps(payload).encode()
-            writer.write(
-                f"POST {self.url.path} HTTP/1.1\r\nHost: {self.url.netloc}\r\n"
-                f"Content-Length: {len(data)}\r\n\r\n".encode()
-                + data
-            )
-            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-            fields = dict(line.lower().split(": ", 1) for line in head[1:] if ": " in line)
-            body = await reader.readexactly(int(fields.get("content-length", "0")))
-            return int(head[0].split()[1]), fields, body
-        finally:
-            writer.close()
-
-
-class WaitsAsTheServerSays(_HeadersModel):
+class WaitsAsTheServerSays(HttpModel):
     """Retries a 429 after the ``Retry-After`` the server sends, three times — however long
     the server asks for, past any deadline of its own."""
 
@@ -83,7 +63,7 @@ class WaitsAsTheServerSays(_HeadersModel):
         raise RuntimeError("still rate limited")
 
 
-class WaitsWithinItsDeadline(_HeadersModel):
+class WaitsWithinItsDeadline(HttpModel):
     """The twin: the same retries, within a 1.5 s deadline for the whole call."""
 
     deadline_s = 1.5
