@@ -71,15 +71,17 @@ class WaitsWithinItsDeadline(HttpModel):
     async def complete(self, messages: Any) -> ModelReply:
         payload = {"messages": [m.content for m in messages]}
         end = time.monotonic() + self.deadline_s
-        for _ in range(_RETRIES):
-            async with asyncio.timeout(self.timeout_s):
-                status, fields, body = await self._post_with_headers(payload)
-            if status != 429:
-                return self._reply(status, body)
-            wait = float(fields.get("retry-after", "1"))
-            if time.monotonic() + wait > end:
-                break
-            await asyncio.sleep(wait)
+        # One deadline over every try and pause: the sum of the tries' own timeouts is not one.
+        async with asyncio.timeout(self.deadline_s):
+            for _ in range(_RETRIES):
+                async with asyncio.timeout(self.timeout_s):
+                    status, fields, body = await self._post_with_headers(payload)
+                if status != 429:
+                    return self._reply(status, body)
+                wait = float(fields.get("retry-after", "1"))
+                if time.monotonic() + wait > end:  # a pause past the deadline: give up now
+                    break
+                await asyncio.sleep(wait)
         raise RuntimeError("still rate limited")
 
 

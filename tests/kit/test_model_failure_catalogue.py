@@ -10,8 +10,13 @@ its correct twin stays clean.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -236,3 +241,76 @@ async def test_a_client_that_hangs_only_beside_other_clients_is_still_caught() -
     the others: one class-wide lock held a second per call makes most calls outlast 2 s."""
     problems = await failure_problems(broken_models.HangsWhileOthersRun, 2.0, MESSAGES)
     assert any("still running after failure_bound_s=2 s" in p for p in problems), problems
+
+
+# A correct client whose time is a sum of timers (three tries, pauses between them) and one that
+# never gives up, judged in a child pinned to the CPU the hog keeps busy.
+_STARVED_CHILD = """
+import asyncio, json, os, sys
+os.sched_setaffinity(0, {0})
+from polyloop.testing._model_failures import failure_problems
+
+class GivesUpInSteps:
+    def __init__(self, url):
+        self.url = url
+    async def complete(self, messages):
+        for _ in range(8):  # 1.2 s of timers, each of them late on a CPU the machine withholds
+            await asyncio.sleep(0.15)
+        raise RuntimeError("gave up")
+
+class NeverGivesUp(GivesUpInSteps):
+    async def complete(self, messages):
+        await asyncio.Event().wait()
+
+def factory(url):
+    return (NeverGivesUp if "never-replies" in url else GivesUpInSteps)(url)
+
+print("imported", flush=True)
+sys.stdin.readline()  # the hog is running
+problems = asyncio.run(
+    failure_problems(factory, 1.5, [], failures=("http-500", "never-replies"))
+)
+print(json.dumps(problems))
+"""
+
+
+@pytest.mark.slow
+def test_time_the_machine_withholds_the_cpu_is_not_charged_to_a_client(tmp_path: Path) -> None:
+    """On a loaded CI host the loop's thread waits for a CPU and every timer fires late: a client
+    that gives up after 1.2 s of its own timers took over 2 s there and was reported still
+    running after a 1.5 s bound (the kit matrix's correct twin did, in CI). The time the thread
+    waited for a CPU is not the client's; a client that never gives up is still caught."""
+    if not Path("/proc/thread-self/schedstat").exists() or os.cpu_count() is None:
+        pytest.skip("the kernel does not report a thread's time waiting for a CPU")
+    # Started before the hog: a cold interpreter on a CPU free 10 ms in 160 takes seconds.
+    child = subprocess.Popen(
+        [sys.executable, "-c", _STARVED_CHILD],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    hog = None
+    try:
+        assert child.stdin is not None
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "imported"
+        hog = subprocess.Popen(
+            [sys.executable, str(Path(broken.__file__).with_name("cpu_hog.py")), "60"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert hog.stdout is not None
+        if hog.stdout.readline().strip() != "ready":
+            pytest.skip("cannot run a real-time CPU hog here (needs root and SCHED_FIFO)")
+        out, err = child.communicate("go\n", timeout=60)
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+        child.kill()
+        child.wait()
+    assert child.returncode == 0, err
+    problems = json.loads(out)
+    assert len(problems) == 1, problems
+    assert "(never-replies): complete() was still running" in problems[0], problems
