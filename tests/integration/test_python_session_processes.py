@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -155,18 +156,33 @@ def runs_as(python: str, options: dict[str, object]) -> bool:
         return False
 
 
+def copy_readable_by_all(package: Path, into: Path) -> None:
+    """``package`` copied under ``into``, every directory and file readable by any user.
+
+    The checkout may sit in a directory closed to others (``mktemp -d`` makes one 0700), where
+    the ordinary user could run Python but not import polyloop from it; the core is stdlib only,
+    so the package alone runs."""
+    into.chmod(0o755)
+    target = into / package.name
+    shutil.copytree(package, target, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [target, *target.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
 async def as_another_user(script: str) -> str:
     """Run ``script`` as an ordinary user (see :func:`another_user`); what it printed."""
     python, options = another_user()
     command = [python, "-c", script]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT)}
+    with tempfile.TemporaryDirectory(prefix="polyloop-for-others-") as source:
+        copy_readable_by_all(ROOT / "polyloop", Path(source))
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": source}
 
-    def run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(  # type: ignore[call-overload, no-any-return]
-            command, capture_output=True, text=True, cwd="/", env=env, timeout=120, **options
-        )
+        def run() -> subprocess.CompletedProcess[str]:
+            return subprocess.run(  # type: ignore[call-overload, no-any-return]
+                command, capture_output=True, text=True, cwd="/", env=env, timeout=120, **options
+            )
 
-    done = await asyncio.to_thread(run)
+        done = await asyncio.to_thread(run)
     assert done.returncode == 0, done.stderr
     return str(done.stdout)
 
