@@ -10,16 +10,14 @@ its correct twin stays clean.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import re
-import subprocess
-import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from polyloop.testing import _model_failures as model_failures
 from polyloop.testing._misbehaving_http import FAILURES, misbehaving_endpoint
 from polyloop.testing._model_failures import failure_problems
 from tests.kit import broken, broken_models
@@ -243,74 +241,54 @@ async def test_a_client_that_hangs_only_beside_other_clients_is_still_caught() -
     assert any("still running after failure_bound_s=2 s" in p for p in problems), problems
 
 
-# A correct client whose time is a sum of timers (three tries, pauses between them) and one that
-# never gives up, judged in a child pinned to the CPU the hog keeps busy.
-_STARVED_CHILD = """
-import asyncio, json, os, sys
-os.sched_setaffinity(0, {0})
-from polyloop.testing._model_failures import failure_problems
+class _GivesUpInSteps:
+    """Correct: gives up after 1.2 s of its own timers (tries and pauses)."""
 
-class GivesUpInSteps:
-    def __init__(self, url):
+    def __init__(self, url: str) -> None:
         self.url = url
-    async def complete(self, messages):
-        for _ in range(8):  # 1.2 s of timers, each of them late on a CPU the machine withholds
-            await asyncio.sleep(0.15)
+
+    async def complete(self, messages: object) -> object:
+        for _ in range(4):
+            await asyncio.sleep(0.3)
         raise RuntimeError("gave up")
 
-class NeverGivesUp(GivesUpInSteps):
-    async def complete(self, messages):
+
+class _NeverGivesUp(_GivesUpInSteps):
+    async def complete(self, messages: object) -> object:
         await asyncio.Event().wait()
-
-def factory(url):
-    return (NeverGivesUp if "never-replies" in url else GivesUpInSteps)(url)
-
-print("imported", flush=True)
-sys.stdin.readline()  # the hog is running
-problems = asyncio.run(
-    failure_problems(factory, 1.5, [], failures=("http-500", "never-replies"))
-)
-print(json.dumps(problems))
-"""
+        raise AssertionError("unreachable: nothing sets the event")
 
 
-@pytest.mark.slow
-def test_time_the_machine_withholds_the_cpu_is_not_charged_to_a_client(tmp_path: Path) -> None:
-    """On a loaded CI host the loop's thread waits for a CPU and every timer fires late: a client
-    that gives up after 1.2 s of its own timers took over 2 s there and was reported still
-    running after a 1.5 s bound (the kit matrix's correct twin did, in CI). The time the thread
-    waited for a CPU is not the client's; a client that never gives up is still caught."""
-    if not Path("/proc/thread-self/schedstat").exists() or os.cpu_count() is None:
-        pytest.skip("the kernel does not report a thread's time waiting for a CPU")
-    # Started before the hog: a cold interpreter on a CPU free 10 ms in 160 takes seconds.
-    child = subprocess.Popen(
-        [sys.executable, "-c", _STARVED_CHILD],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+def _steps_or_never(url: str) -> _GivesUpInSteps:
+    return (_NeverGivesUp if "never-replies" in url else _GivesUpInSteps)(url)
+
+
+@pytest.mark.asyncio
+async def test_time_the_machine_withholds_the_cpu_is_not_charged_to_a_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a loaded CI host the loop's thread waits for a CPU and every timer fires late: the
+    kit matrix's correct twin took over 2 s there and was reported still running after its 2 s
+    bound. The kernel's count of that wait is given back to a call at its bound. Here the count
+    says the machine withheld half of every second, and the 1.2 s client is judged against a
+    0.8 s bound: it was reported still running before; a client that never gives up still is.
+    (Reproduced for real beside a real-time busy loop on the judging process's CPU: the same
+    kind of client, 1.5 s bound, took over 2 s and was given back what it waited.)"""
+    started = time.monotonic()
+    monkeypatch.setattr(
+        model_failures, "_waited_for_cpu_s", lambda: (time.monotonic() - started) / 2
     )
-    hog = None
-    try:
-        assert child.stdin is not None
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "imported"
-        hog = subprocess.Popen(
-            [sys.executable, str(Path(broken.__file__).with_name("cpu_hog.py")), "60"],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert hog.stdout is not None
-        if hog.stdout.readline().strip() != "ready":
-            pytest.skip("cannot run a real-time CPU hog here (needs root and SCHED_FIFO)")
-        out, err = child.communicate("go\n", timeout=60)
-    finally:
-        if hog is not None:
-            hog.kill()
-            hog.wait()
-        child.kill()
-        child.wait()
-    assert child.returncode == 0, err
-    problems = json.loads(out)
+    problems = await failure_problems(_steps_or_never, 0.8, MESSAGES, ("http-500", "never-replies"))
     assert len(problems) == 1, problems
     assert "(never-replies): complete() was still running" in problems[0], problems
+    assert "given back" in problems[0], problems
+
+
+def test_the_wait_for_a_cpu_is_read_from_the_kernel_where_it_is_told() -> None:
+    """On Linux the count is this thread's own and only grows; elsewhere it is 0 (nothing given)."""
+    first = model_failures._waited_for_cpu_s()
+    assert first >= 0
+    schedstat = Path("/proc/thread-self/schedstat")
+    if schedstat.exists():
+        told = int(schedstat.read_text().split()[1]) / 1e9
+        assert first <= told <= model_failures._waited_for_cpu_s()
