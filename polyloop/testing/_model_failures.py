@@ -156,7 +156,11 @@ async def _judged_call(
         await _let_due_timers_finish(call)
         if not call.done():
             hint = _HINTS.get(failure, "")
-            given = f" (and {granted:.2f} s given back: others held the loop)" if granted else ""
+            given = (
+                f" (and {granted:.2f} s given back: other calls or a busy machine held the loop)"
+                if granted
+                else ""
+            )
             return (
                 f"{what}: complete() was still running after failure_bound_s={bound_s:g} s"
                 f"{given}{hint}"
