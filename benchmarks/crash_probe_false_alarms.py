@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from polyloop.testing._durability import run_crash_probe
+from polyloop.testing._run_store._durability import run_crash_probe
 from tests.contract.store_factories import POSTGRES_DSN_VARIABLE
 
 DEFAULT_FACTORIES = [

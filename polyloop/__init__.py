@@ -34,8 +34,6 @@ from polyloop.errors import (
     TaskRefused,
 )
 from polyloop.tools import Tool, ToolEnvironmentError, ToolRegistry
-
-# shared shape, kept on purpose: import list
 from polyloop.types import (
     MAX_NESTING,
     SCHEMA_VERSION,
@@ -68,7 +66,6 @@ from polyloop.types import (
     record_from_json,
 )
 
-# shared shape, kept on purpose: import list (the names it exports)
 __all__ = [
     "MAX_NESTING",
     "SCHEMA_VERSION",

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from polyloop._base._closing import AsyncClosing
 from polyloop._base._utf8_json import utf8_json
-
-# shared shape, kept on purpose: import list
 from polyloop.types import (
     ActionIntent,
     Event,

@@ -140,7 +140,6 @@ class RayBackend:
         except (TypeError, ValueError) as exc:
             raise ValueError(f"RayBackend options refused by Ray: {exc}") from None
 
-    # shared shape, kept on purpose: protocol signature: Backend.run
     async def run(
         self,
         tasks: Sequence[Task],

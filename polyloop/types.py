@@ -37,7 +37,6 @@ from polyloop._base._codec import (
 from polyloop._base._utf8_json import utf8_json
 from polyloop.tools import ToolRegistry
 
-# shared shape, kept on purpose: import list (the names it exports)
 __all__ = [
     "MAX_NESTING",
     "SCHEMA_VERSION",
@@ -462,7 +461,6 @@ class _JsonRecord:
         return record_to_json(self, self.kind, walk=isinstance(self, RunStarted))
 
 
-# shared shape, kept on purpose: table of data: each record kind's fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunStarted(_JsonRecord):
     """Record 0 of every log."""
@@ -484,7 +482,6 @@ class RunStarted(_JsonRecord):
     schema_version: str = SCHEMA_VERSION
 
 
-# shared shape, kept on purpose: table of data: each record kind's fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCallIntent(_JsonRecord):
     """Written before the model is called."""
@@ -495,7 +492,6 @@ class ModelCallIntent(_JsonRecord):
     schema_version: str = SCHEMA_VERSION
 
 
-# shared shape, kept on purpose: table of data: each record kind's fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelReplied(_JsonRecord):
     """Written after the model replied, before the reply is parsed."""
@@ -506,7 +502,6 @@ class ModelReplied(_JsonRecord):
     schema_version: str = SCHEMA_VERSION
 
 
-# shared shape, kept on purpose: table of data: each record kind's fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ActionIntent(_JsonRecord):
     """Written before an action is executed."""
@@ -517,7 +512,6 @@ class ActionIntent(_JsonRecord):
     schema_version: str = SCHEMA_VERSION
 
 
-# shared shape, kept on purpose: table of data: each record kind's fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepCompleted(_JsonRecord):
     """A finished step. ``executor_observation`` keeps the executor's text when the library
@@ -534,7 +528,6 @@ class StepCompleted(_JsonRecord):
     schema_version: str = SCHEMA_VERSION
 
 
-# shared shape, kept on purpose: table of data: each record kind's fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunFinished(_JsonRecord):
     """The last record of a finished run."""

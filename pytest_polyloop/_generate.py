@@ -31,7 +31,7 @@ GENERATED_ATTRIBUTE = "__polyloop_implementation__"
 # On a generated fixture that only returns another one: the name of that one.
 PASSTHROUGH_ATTRIBUTE = "__polyloop_passthrough__"
 # On the kit's samples fixture that returns the fixture of its name one level up, if any
-# (polyloop.testing._base._outer_or_default sets it).
+# (polyloop.testing._shared._base._outer_or_default sets it).
 OUTER_ATTRIBUTE = "__polyloop_outer__"
 _NOT_NAME = re.compile(r"[^0-9A-Za-z_]+")
 

@@ -1,7 +1,7 @@
 """The time limit on every contract item's phases: where it comes from and how a timeout reads.
 
-The watchdog itself lives in the kit (``polyloop.testing._time_limit``): this module picks the
-limit for an item — the subclass's ``time_limit_s``, else ``--polyloop-timeout``, else the ini
+The watchdog itself lives in the kit (``polyloop.testing._shared._time_limit``): this module picks
+the limit for an item — the subclass's ``time_limit_s``, else ``--polyloop-timeout``, else the ini
 key ``polyloop_timeout``, else the kit's default — and turns a :class:`ProbeTimedOut` into one
 readable line for the report. It is active whenever the plugin is loaded, with or without
 ``--polyloop-conformance``, and only for items of a contract suite's concrete subclass.
@@ -20,7 +20,7 @@ __all__ = ["configure", "phase_limit", "timed_out_text"]
 
 _LIMIT_KEY = pytest.StashKey[float | None]()
 _FIRED_KEY = pytest.StashKey[dict[str, Any]]()
-_KIT_MODULE = "polyloop.testing._time_limit"
+_KIT_MODULE = "polyloop.testing._shared._time_limit"
 _PHASES = {"setup": " (setting up the implementation)", "call": "", "teardown": " (tearing down)"}
 
 
@@ -43,7 +43,7 @@ def configure(config: pytest.Config) -> None:
 
 def _kit_default() -> float | None:
     try:
-        from polyloop.testing._time_limit import DEFAULT_TIME_LIMIT_S
+        from polyloop.testing._shared._time_limit import DEFAULT_TIME_LIMIT_S
     except ImportError:  # the testing extra is missing: there are no contract items to limit
         return None
     return DEFAULT_TIME_LIMIT_S
@@ -52,7 +52,7 @@ def _kit_default() -> float | None:
 def _parse(value: object, source: str) -> float | None:
     # The kit's parser when it is importable; the same rule without it (a passive plugin).
     try:
-        from polyloop.testing._time_limit import parse_time_limit
+        from polyloop.testing._shared._time_limit import parse_time_limit
     except ImportError:
         return None
     return parse_time_limit(value, source)

@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 
 from polyloop._base._extras import install_hint, missing_modules
-from polyloop.testing._base import in_ci
+from polyloop.testing._shared._base import in_ci
 
 _INSTALL_HINT = (
     "PostgreSQL server binaries (initdb, pg_ctl) not found: install them with "

@@ -129,7 +129,6 @@ def worker_store_url(store: str | None, who: str) -> str:
 class Backend(Protocol):
     """Drives the tasks of a batch (see the module's docstring for the whole contract)."""
 
-    # shared shape, kept on purpose: protocol signature: Backend.run
     async def run(
         self,
         tasks: Sequence[Task],
@@ -155,7 +154,6 @@ class AsyncioBackend:
 
     drains = True
 
-    # shared shape, kept on purpose: protocol signature: Backend.run
     async def run(
         self,
         tasks: Sequence[Task],

@@ -72,7 +72,6 @@ class ProcessBackend:
             )
         self.workers = workers
 
-    # shared shape, kept on purpose: protocol signature: Backend.run
     async def run(
         self,
         tasks: Sequence[Task],

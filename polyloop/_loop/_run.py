@@ -38,8 +38,6 @@ from polyloop.ports import (
     RunStore,
 )
 from polyloop.stores import MemoryStore
-
-# shared shape, kept on purpose: import list
 from polyloop.types import (
     Action,
     ActionIntent,
@@ -559,7 +557,6 @@ def _set_up(agent: object, given: tuple[Any, ...], *, store_optional: bool) -> _
     return _Seams(model, parser, executor, store, NullSink() if events is None else events)
 
 
-# shared shape, kept on purpose: protocol signature: the seams and options every run takes
 async def run(
     agent: AgentDefinition,
     goal: str,
@@ -586,7 +583,6 @@ async def run(
     (:class:`polyloop.ports.Instrumentation`) is called around the run and each model, parser
     and executor call; its ``trace_parent`` is stored in ``RunStarted``.
     """
-    # shared shape, kept on purpose: protocol signature: run() forwards to start()
     return await start(
         agent,
         goal,
@@ -732,7 +728,6 @@ async def resume(
     reply makes the parser raise on every resume (the step records the exception; the run
     stops ``parser_error``).
     """
-    # shared shape, kept on purpose: protocol signature: resume() forwards to proceed()
     return await proceed(
         run_id,
         agent,

@@ -251,7 +251,6 @@ class JupyterExecutor(AsyncClosing):
     loop, the old kernel is killed and a new one started.
     """
 
-    # shared shape, kept on purpose: the options every child-process executor takes
     def __init__(
         self,
         kernel_name: str = "python3",

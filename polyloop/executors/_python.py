@@ -159,7 +159,6 @@ class PythonExecutor(AsyncClosing):
     is killed and a fresh session started.
     """
 
-    # shared shape, kept on purpose: the options every child-process executor takes
     def __init__(
         self,
         *,

@@ -457,7 +457,6 @@ class SQLiteStore(AsyncClosing):
         finally:
             self._lock.release()
 
-    # shared shape, kept on purpose: protocol signature: one batch's commit, shared by its steps
     def _commit_batch(
         self,
         conn: sqlite3.Connection,
@@ -479,7 +478,6 @@ class SQLiteStore(AsyncClosing):
         self._committed(run_id, batch, sequence)
         self._after_commit(conn)
 
-    # shared shape, kept on purpose: protocol signature: one batch's commit, shared by its steps
     def _write_batch(
         self,
         conn: sqlite3.Connection,

@@ -25,8 +25,6 @@ from polyloop._base._run_index import (
     summarize_log,
 )
 from polyloop.errors import PolyloopError
-
-# shared shape, kept on purpose: import list
 from polyloop.stores._index_sql import (
     RUN_GROUPS,
     TALLY_ROW,

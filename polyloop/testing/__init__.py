@@ -43,14 +43,17 @@ pytest.register_assert_rewrite(
     "polyloop.testing._model_client",
     "polyloop.testing._event_sink",
     "polyloop.testing._run_store",
-    "polyloop.testing._cancel",
-    "polyloop.testing._durability",
-    "polyloop.testing._stateful",
+    "polyloop.testing._shared",
 )
 
 from polyloop.testing import strategies  # noqa: E402
-from polyloop.testing._action_executor import ActionExecutorContract  # noqa: E402
-from polyloop.testing._base import (  # noqa: E402
+from polyloop.testing._action_executor._suite import ActionExecutorContract  # noqa: E402
+from polyloop.testing._decision_parser._suite import DecisionParserContract  # noqa: E402
+from polyloop.testing._event_sink._suite import EventSinkContract  # noqa: E402
+from polyloop.testing._model_client._suite import ModelClientContract  # noqa: E402
+from polyloop.testing._run_store._stateful import RunStoreStateMachine  # noqa: E402
+from polyloop.testing._run_store._suite import RunStoreContract  # noqa: E402
+from polyloop.testing._shared._base import (  # noqa: E402
     KIT_VERSION,
     ContractBase,
     PromiseSpec,
@@ -62,11 +65,7 @@ from polyloop.testing._base import (  # noqa: E402
     suite_hash,
     unverifiable_promise,
 )
-from polyloop.testing._decision_parser import DecisionParserContract  # noqa: E402
-from polyloop.testing._event_sink import EventSinkContract  # noqa: E402
-from polyloop.testing._model_client import ModelClientContract  # noqa: E402
-from polyloop.testing._run_store import RunStoreContract  # noqa: E402
-from polyloop.testing._samples import (  # noqa: E402
+from polyloop.testing._shared._samples import (  # noqa: E402
     GOLDEN_VARIATIONS,
     ActionSamples,
     EventSinkSamples,
@@ -74,14 +73,13 @@ from polyloop.testing._samples import (  # noqa: E402
     ParserSamples,
     StoreSamples,
 )
-from polyloop.testing._skips import (  # noqa: E402
+from polyloop.testing._shared._skips import (  # noqa: E402
     ContractSkip,
     kept_by_polyloop,
     not_applicable,
     parse_skip_reason,
     unverifiable,
 )
-from polyloop.testing._stateful import RunStoreStateMachine  # noqa: E402
 
 #: Seam name → built-in suite. The plugin registers these through its own hook, like a sixth.
 BUILTIN_SUITES: dict[str, type[ContractBase]] = {

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import pytest
 
 from polyloop._base._extras import extra_installed, install_hint
-from polyloop.testing._base import in_ci
+from polyloop.testing._shared._base import in_ci
 from pytest_polyloop import SeamRegistry
 from tests.conftest import _postgres_bindir
 

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from polyloop.testing._power import missing_for_power_probe
+from polyloop.testing._run_store._power import missing_for_power_probe
 
 ROOT = Path(__file__).resolve().parents[2]
 DOWNSTREAM = ROOT / "examples" / "downstream"

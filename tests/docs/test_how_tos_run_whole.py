@@ -42,7 +42,7 @@ from typing import Any
 
 import pytest
 
-from polyloop.testing._base import in_ci
+from polyloop.testing._shared._base import in_ci
 from tests.conftest import mcp_http_server, require_extra
 
 ROOT = Path(__file__).resolve().parents[2]

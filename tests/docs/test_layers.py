@@ -21,7 +21,7 @@ def _contracts() -> list[dict[str, object]]:
 
 def _layers() -> list[list[str]]:
     """The parts of each layer of the layers contract, top down."""
-    (contract,) = [c for c in _contracts() if c["type"] == "layers"]
+    (contract,) = [c for c in _contracts() if c["type"] == "layers" and "containers" not in c]
     layers = contract["layers"]
     assert isinstance(layers, list)
     return [[part.strip() for part in layer.split(":")] for layer in layers]
@@ -66,7 +66,7 @@ def test_the_architecture_page_names_every_layer_module() -> None:
 
 
 def test_the_contracts_are_the_layers_and_the_root_rule() -> None:
-    assert [c["type"] for c in _contracts()] == ["layers", "forbidden"]
+    assert [c["type"] for c in _contracts()] == ["layers", "forbidden", "layers"]
 
 
 # What `ls polyloop/` may show besides the parts the layers contract names: the package's own
@@ -99,3 +99,58 @@ def test_no_module_imports_itself_back_through_another() -> None:
         if (chain := graph.find_shortest_chain(importer=imported, imported=module))
     )
     assert not circles, "import circles:\n" + "\n".join(circles)
+
+
+# --------------------------------------------------------------------- the kit in rooms
+KIT = ROOT / "polyloop" / "testing"
+#: What `ls polyloop/testing/` may show besides the rooms: the package's own file and the public
+#: strategies module (which re-exports the shared strategies).
+_KIT_FILES = {"__init__.py", "strategies.py"}
+#: Past about this many lines a kit module holds more than one reason to change.
+_KIT_MODULE_LINES = 600
+
+
+def _rooms_contract() -> dict[str, object]:
+    (contract,) = [c for c in _contracts() if c.get("containers") == ["polyloop.testing"]]
+    return contract
+
+
+def _seam_rooms() -> list[str]:
+    from polyloop.testing import BUILTIN_SUITES
+
+    return sorted(f"_{seam}" for seam in BUILTIN_SUITES)
+
+
+def test_the_kit_is_one_room_per_seam_over_the_shared_one() -> None:
+    entries = {p.name for p in KIT.iterdir() if p.name != "__pycache__"}
+    assert entries == {*_KIT_FILES, *_seam_rooms(), "_shared"}, (
+        f"polyloop/testing/ holds {sorted(entries)}: one package per seam "
+        f"({_seam_rooms()}), `_shared` and {sorted(_KIT_FILES)}"
+    )
+    for room in [*_seam_rooms(), "_shared"]:
+        assert (KIT / room / "__init__.py").is_file(), f"polyloop/testing/{room} is no package"
+
+
+def test_the_rooms_contract_names_every_room_and_keeps_seams_apart() -> None:
+    layers = _rooms_contract()["layers"]
+    assert isinstance(layers, list)
+    top, seams, shared = layers
+    assert top == "strategies"
+    assert shared == "_shared"
+    # "|": independent — no seam's room imports another's.
+    assert sorted(part.strip() for part in str(seams).split("|")) == _seam_rooms()
+
+
+def test_no_kit_module_is_over_about_six_hundred_lines() -> None:
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in sorted(KIT.rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > _KIT_MODULE_LINES
+    }
+    assert not long, f"kit modules over {_KIT_MODULE_LINES} lines (split by reason): {long}"
+
+
+def test_the_architecture_page_shows_the_kit_rooms() -> None:
+    page = (ROOT / "docs" / "explanation" / "architecture.md").read_text(encoding="utf-8")
+    missing = [room for room in [*_seam_rooms(), "_shared"] if f"{room}/" not in page]
+    assert not missing, f"docs/explanation/architecture.md shows no kit room {missing}"

@@ -13,8 +13,8 @@ from functools import partial
 import pytest
 
 from polyloop import Action
-from polyloop.testing._cancel import assert_cancellation_propagates
-from polyloop.testing._skips import ContractSkip
+from polyloop.testing._shared._cancel import assert_cancellation_propagates
+from polyloop.testing._shared._skips import ContractSkip
 from tests.kit._sandbox import run_sandbox
 
 CANCEL_EXECUTOR = "test_cancellation_propagates_and_is_not_swallowed"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from polyloop.testing._durability import run_crash_probe
+from polyloop.testing._run_store._durability import run_crash_probe
 
 FACTORY = "tests.kit.broken_stores:TornManifestOnOpen"
 

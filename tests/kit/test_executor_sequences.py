@@ -17,7 +17,7 @@ import pytest
 
 from polyloop import Action
 from polyloop.testing import ActionExecutorContract, ActionSamples
-from polyloop.testing._action_executor import echo_text, shown_characters
+from polyloop.testing._action_executor._calls import echo_text, shown_characters
 from tests.kit import broken_executors
 from tests.kit._sandbox import SANDBOX_ARGS, run_sandbox, subclass_source
 

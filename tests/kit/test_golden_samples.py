@@ -9,7 +9,14 @@ import pytest
 
 from polyloop import Action, FinalAnswer, InvalidDecision, Message, ModelReply
 from polyloop.testing import GOLDEN_VARIATIONS, ModelSamples, ParserSamples
-from polyloop.testing._golden import GOLDEN_SIZES, Case, cases_of, fill, judge, two_decisions
+from polyloop.testing._decision_parser._golden import (
+    GOLDEN_SIZES,
+    Case,
+    cases_of,
+    fill,
+    judge,
+    two_decisions,
+)
 
 _BASE: dict[str, Any] = {
     "action_reply": ModelReply(text="a"),

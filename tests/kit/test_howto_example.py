@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from polyloop.testing import parse_skip_reason
-from polyloop.testing._power import missing_for_power_probe
+from polyloop.testing._run_store._power import missing_for_power_probe
 from tests.kit._sandbox import SANDBOX_ARGS
 
 ROOT = Path(__file__).resolve().parents[2]

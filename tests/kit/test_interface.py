@@ -345,7 +345,7 @@ def test_the_reference_page_lists_every_promise_with_its_kind() -> None:
 def test_mismatch_sees_type_differences_that_equality_hides(
     expected: object, actual: object, found: str
 ) -> None:
-    from polyloop.testing._shapes import mismatch
+    from polyloop.testing._shared._shapes import mismatch
 
     message = mismatch(expected, actual, "value")
     assert message is not None

@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from polyloop.testing import ContractSkip, kept_by_polyloop
-from polyloop.testing._skips import parse_skip_reason
+from polyloop.testing._shared._skips import parse_skip_reason
 
 GUARDS = (
     "docs/reference/runtime.md#events",

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import pytest
 
 from polyloop.testing import BUILTIN_SUITES
-from polyloop.testing._power import missing_for_power_probe
+from polyloop.testing._run_store._power import missing_for_power_probe
 from tests.kit._sandbox import run_sandbox
 
 _CATALOGUE = BUILTIN_SUITES["run_store"].promises()

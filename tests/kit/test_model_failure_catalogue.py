@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from polyloop.testing import _model_failures as model_failures
-from polyloop.testing._misbehaving_http import FAILURES, misbehaving_endpoint
-from polyloop.testing._model_failures import failure_problems
+from polyloop.testing._model_client import _failures as model_failures
+from polyloop.testing._model_client._failures import failure_problems
+from polyloop.testing._model_client._misbehaving_http import FAILURES, misbehaving_endpoint
 from tests.kit import broken, broken_models
 from tests.kit._sandbox import run_sandbox
 

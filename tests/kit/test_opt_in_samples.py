@@ -25,7 +25,7 @@ from polyloop.testing import (
     kept_by_polyloop,
     parse_skip_reason,
 )
-from polyloop.testing._crash_writer import FactoryError, load_factory
+from polyloop.testing._run_store._crash_writer import FactoryError, load_factory
 from tests.conftest import require_extra
 from tests.kit._sandbox import SANDBOX_ARGS, run_sandbox
 

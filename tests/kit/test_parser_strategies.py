@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from polyloop.testing import strategies as pst
-from polyloop.testing._shapes import model_reply_problems
+from polyloop.testing._shared._shapes import model_reply_problems
 from polyloop.types import ModelReply
 
 SAMPLES = (ModelReply(text="ACT ls -la", call_id="c1"), ModelReply(text="FINAL 42"))

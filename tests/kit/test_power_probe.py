@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from polyloop.testing import parse_skip_reason
-from polyloop.testing._power import missing_for_power_probe
+from polyloop.testing._run_store._power import missing_for_power_probe
 from tests.kit._sandbox import run_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ _DRIVER = """
 import asyncio, signal, sys
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from polyloop.testing._power import power_findings
+from polyloop.testing._run_store._power import power_findings
 
 async def main():
     await asyncio.wait_for(power_findings("tests.kit.broken_stores:SlowSyncedLineFileStore"),
@@ -170,7 +170,7 @@ def test_a_finding_is_not_reused_under_another_tracer_or_seed(
     the refusing tracer's probe as passed), nor for another seed."""
     import asyncio
 
-    from polyloop.testing import _power
+    from polyloop.testing._run_store import _power
 
     factory = "tests.kit.broken_stores:SyncedLineFileStore"
     first = asyncio.run(_power.power_findings(factory))

@@ -32,8 +32,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E4
 
 from polyloop.events import OpenTelemetrySink  # noqa: E402
 from polyloop.testing import EventSinkSamples  # noqa: E402
-from polyloop.testing._event_sink import _DRAWN, _delivery_batch  # noqa: E402
-from polyloop.testing._span_delivery import span_delivery_problems  # noqa: E402
+from polyloop.testing._event_sink._span_delivery import span_delivery_problems  # noqa: E402
+from polyloop.testing._event_sink._suite import _DRAWN, _delivery_batch  # noqa: E402
 from polyloop.types import Event, ModelCallIntent  # noqa: E402
 
 

@@ -82,7 +82,7 @@ def test_the_reference_shares_no_rules_with_the_bundled_stores(
     the same bug and agree with it). Here the rules check the sequence before the finish."""
     from polyloop.errors import RunConflict
     from polyloop.stores import _rules
-    from polyloop.testing._stateful import StoreComparison
+    from polyloop.testing._run_store._stateful import StoreComparison
 
     original = _rules.check_append
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import polyloop.types
 from polyloop.testing import strategies as pst
-from polyloop.testing._shapes import (
+from polyloop.testing._shared import _draw_replies, _draw_texts, _draw_values
+from polyloop.testing._shared._shapes import (
     action_outcome_problems,
     mismatch,
     model_reply_problems,
@@ -138,12 +139,14 @@ def test_timestamps_are_utc_with_milliseconds(data: st.DataObject) -> None:
 
 def _declared_types(strategy: Callable[..., object]) -> set[type]:
     """The classes a strategy function's return annotation says it draws (unions unpacked)."""
-    returned = get_type_hints(strategy, vars(pst))["return"]
+    returned = get_type_hints(strategy)["return"]
     (drawn,) = get_args(returned)
     members = get_args(drawn) if get_origin(drawn) in (Union, UnionType) else (drawn,)
     return {m for m in members if isinstance(m, type) and m is not Any and get_origin(m) is None}
 
 
+# The modules behind polyloop.testing.strategies: every public function they define is public.
+_STRATEGY_MODULES = (_draw_replies, _draw_texts, _draw_values)
 STRATEGIES = {name: getattr(pst, name) for name in pst.__all__ if callable(getattr(pst, name))}
 
 
@@ -161,8 +164,9 @@ def test_every_public_value_type_has_a_public_strategy() -> None:
 def test_every_public_strategy_function_is_in_all() -> None:
     public = {
         name
-        for name, value in vars(pst).items()
-        if inspect.isfunction(value) and value.__module__ == pst.__name__ and name[0] != "_"
+        for module in _STRATEGY_MODULES
+        for name, value in vars(module).items()
+        if inspect.isfunction(value) and value.__module__ == module.__name__ and name[0] != "_"
     }
     assert public == set(STRATEGIES)
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from polyloop.testing import ActionExecutorContract
-from polyloop.testing._time_limit import ProbeTimedOut, parse_time_limit, time_limit
+from polyloop.testing._shared._time_limit import ProbeTimedOut, parse_time_limit, time_limit
 from tests.kit import broken_hangs
 
 LIMIT_S = 10

@@ -82,7 +82,7 @@ def test_a_parent_that_raises_while_importing_is_not_available(
 def test_present_modules_are_available_dotted_or_not() -> None:
     assert module_available("json")
     assert module_available("json.decoder")
-    assert module_available("polyloop.testing._base")
+    assert module_available("polyloop.testing._shared._base")
     assert not module_available("json.no_such_submodule")
 
 

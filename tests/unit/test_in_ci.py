@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from polyloop.testing._base import in_ci
+from polyloop.testing._shared._base import in_ci
 
 ROOT = Path(__file__).resolve().parents[2]
 

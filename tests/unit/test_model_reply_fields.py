@@ -10,7 +10,7 @@ from hypothesis import find
 
 from polyloop import ModelReplied, ModelReply, record_from_json
 from polyloop.testing import strategies
-from polyloop.testing._shapes import model_reply_problems
+from polyloop.testing._shared._shapes import model_reply_problems
 
 # A ModelReplied exactly as polyloop wrote it before the reply had these fields.
 _WRITTEN_BEFORE = (

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from polyloop import Action, FinalAnswer, InvalidDecision, ModelReply
 from polyloop.parsers import CodeBlockParser, JsonToolCallParser
 from polyloop.ports import DecisionParser
-from polyloop.testing._base import in_ci
+from polyloop.testing._shared._base import in_ci
 
 
 def reply(text: str) -> ModelReply:

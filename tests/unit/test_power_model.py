@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from polyloop.testing._power_model import Node, Replay, Unmodelable
-from polyloop.testing._power_trace import Syscall, TraceError, parse_trace
+from polyloop.testing._run_store._power_model import Node, Replay, Unmodelable
+from polyloop.testing._run_store._power_trace import Syscall, TraceError, parse_trace
 
 ROOT = "/tmp/store"
 

@@ -21,7 +21,7 @@ import polyloop
 from polyloop import ActionStatus, Budget, RunResult, Tool, ToolRegistry
 from polyloop.events import MemorySink
 from polyloop.stores import MemoryStore
-from polyloop.testing._base import in_ci
+from polyloop.testing._shared._base import in_ci
 from tests.unit._doubles import (
     GOAL,
     NOT_EXECUTED_TEXT,

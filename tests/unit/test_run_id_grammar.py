@@ -10,7 +10,8 @@ from hypothesis import given
 
 from polyloop._base._run_id import MAX_RUN_ID, RUN_ID_FIRST, RUN_ID_PATTERN, RUN_ID_REST
 from polyloop.stores import _postgres
-from polyloop.testing import _run_ids, strategies
+from polyloop.testing import strategies
+from polyloop.testing._run_store import _run_ids
 
 
 def test_the_pattern_accepts_exactly_the_alphabets_and_the_length() -> None:

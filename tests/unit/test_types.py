@@ -33,7 +33,7 @@ from polyloop import (
     parameters_hash,
     record_from_json,
 )
-from polyloop.testing._base import in_ci
+from polyloop.testing._shared._base import in_ci
 from tests.unit._doubles import agent
 
 BOUNDED = settings(max_examples=200, deadline=None, derandomize=in_ci())

@@ -1,0 +1,1 @@
+"""The event sink's contract: its suite and the span-delivery probe."""
