@@ -24,7 +24,13 @@ when it runs past ``timeout`` seconds (a timeout is not a kill). Every survivor 
 ``log``, ``outside`` (no promise covers the change) or ``equivalent`` (no caller can tell) — or
 as ``hole`` (a bug the kit does not catch yet; counted against the score). The run fails on a
 survivor or timeout that is not listed, and on a target whose score (killed / (killed + hole
-survivors)) is under its ``min_score``. Not generated: mutants of docstrings, annotations,
+survivors)) is under its ``min_score``.
+
+A run resumes: each verdict is appended to ``RESULTS/NAME.jsonl`` as soon as it is known, keyed
+by the mutant, the module's text and the kit's text (``polyloop/testing`` and
+``pytest_polyloop``), and a later run judges only the mutants without a verdict under the same
+keys — so a long target can be run in pieces, and a change to the module or the kit starts it
+afresh. ``--fresh`` ignores what is recorded. Not generated: mutants of docstrings, annotations,
 decorators, f-strings and the message text of a raised exception (wording by construction).
 """
 
@@ -35,6 +41,8 @@ import ast
 import contextlib
 import difflib
 import fnmatch
+import hashlib
+import json
 import os
 import random
 import shutil
@@ -464,19 +472,76 @@ def baseline(target: Target, source: str, slot: _Slot, logs: Path) -> float:
     return result.seconds
 
 
-def run_target(target: Target, slots: Sequence[_Slot], logs: Path, only: str = "*") -> list[Result]:
+def kit_digest() -> str:
+    """What the verdicts depend on besides the module: the kit's and the plugin's source."""
+    digest = hashlib.sha256()
+    for package in ("polyloop/testing", "pytest_polyloop"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _key(source: str, kit: str) -> str:
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16] + ":" + kit
+
+
+def recorded(journal: Path, key: str, mutants: Sequence[Mutant]) -> list[Result]:
+    """The verdicts a journal holds for these mutants under ``key`` (the latest of each)."""
+    by_name = {mutant.name: mutant for mutant in mutants}
+    found: dict[str, Result] = {}
+    if journal.exists():
+        for line in journal.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line cut by a kill: that mutant is judged again
+            name = entry.get("mutant") if isinstance(entry, dict) else None
+            mutant = by_name.get(name) if isinstance(name, str) else None
+            if mutant is not None and entry.get("key") == key:
+                found[mutant.name] = Result(
+                    mutant, entry["status"], entry["seconds"], entry.get("failed", "")
+                )
+    return list(found.values())
+
+
+def _journal(journal: Path, key: str, result: Result) -> None:
+    entry = {
+        "key": key,
+        "mutant": result.mutant.name,
+        "status": result.status,
+        "seconds": round(result.seconds, 2),
+        "failed": result.failed,
+    }
+    with journal.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(entry, ensure_ascii=True) + "\n")
+
+
+def run_target(
+    target: Target,
+    slots: Sequence[_Slot],
+    logs: Path,
+    only: str = "*",
+    journal: Path | None = None,
+) -> list[Result]:
     source = (ROOT / target.module).read_text(encoding="utf-8")
-    seconds = baseline(target, source, slots[0], logs)
-    print(f"{target.name}: baseline {seconds:.1f} s", flush=True)
-    pending = [m for m in sampled(target, source) if fnmatch.fnmatchcase(m.name, only)]
-    results: list[Result] = []
-    total = len(pending)
+    chosen = [m for m in sampled(target, source) if fnmatch.fnmatchcase(m.name, only)]
+    key = _key(source, kit_digest())
+    results = recorded(journal, key, chosen) if journal is not None else []
+    done = {result.mutant.name for result in results}
+    pending = [m for m in chosen if m.name not in done]
+    total = len(chosen)
+    print(f"{target.name}: {len(done)} of {total} judged before, {len(pending)} to go", flush=True)
+    if pending:
+        seconds = baseline(target, source, slots[0], logs)
+        print(f"{target.name}: baseline {seconds:.1f} s", flush=True)
     while pending or any(slot.pid for slot in slots):
         for slot in slots:
             if not slot.pid and pending:
                 _start(slot, target, source, pending.pop(0), logs)
         for result in _reap(slots, target.timeout):
             results.append(result)
+            if journal is not None:
+                _journal(journal, key, result)
             print(f"  [{len(results)}/{total}] {result.status:8} {result.mutant.name}", flush=True)
     for slot in slots:
         (slot.work / target.module).write_text(source, encoding="utf-8")
@@ -562,6 +627,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list targets and mutant counts")
     parser.add_argument("--show", metavar="NAME", help="print one mutant's change")
     parser.add_argument("--results", type=Path, default=ROOT / ".kit-mutation-results")
+    parser.add_argument(
+        "--fresh", action="store_true", help="judge every mutant again, ignoring the journal"
+    )
     args = parser.parse_args(argv)
     targets = load_targets()
     if args.list or args.show:
@@ -580,7 +648,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     try:
         for target in chosen:
-            results = run_target(target, slots, logs, args.mutants or "*")
+            journal = args.results / f"{target.name}.jsonl"
+            if args.fresh:
+                journal.unlink(missing_ok=True)
+            results = run_target(target, slots, logs, args.mutants or "*", journal)
             rows.append((target, report(target, results, listed, args.results)))
     finally:
         for slot in slots:
