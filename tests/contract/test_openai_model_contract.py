@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 import pytest_asyncio
 
 from polyloop.models import OpenAIChatModel
-from polyloop.testing import ModelClientContract, ModelSamples
+from polyloop.testing import GoldenRequest, ModelClientContract, ModelSamples
 from polyloop.types import Message, ModelReply
 
 _COMPLETION = json.dumps(
@@ -137,6 +137,47 @@ GOLDEN_RESPONSES = [
 ]
 
 
+def _configured(**options: object) -> Callable[[str], OpenAIChatModel]:
+    def factory(base_url: str) -> OpenAIChatModel:
+        return OpenAIChatModel(
+            "m-2026", base_url=base_url, api_key="k", max_retries=1, timeout_s=0.25, options=options
+        )
+
+    return factory
+
+
+_CONVERSATION = [
+    Message(role="system", content="Answer with a number."),
+    Message(role="user", content="6 × 7 = ?\n日本語 😀"),
+    Message(role="assistant", content='{"tool": "calculator", "arguments": {"expression": "6*7"}}'),
+    Message(role="user", content=""),
+]
+
+# What each call must send (sends_golden_requests): the model, every message's role and
+# content, and every option the client was built with, type for type.
+GOLDEN_REQUESTS = [
+    GoldenRequest(
+        messages=_CONVERSATION,
+        body={
+            "model": "m-2026",
+            "messages": [{"role": m.role, "content": m.content} for m in _CONVERSATION],
+            "temperature": 0.2,
+            "max_tokens": 64,
+            "stop": ["END", "\n\n"],
+            "seed": 7,
+            "top_p": 1,
+        },
+        client_factory=_configured(
+            temperature=0.2, max_tokens=64, stop=["END", "\n\n"], seed=7, top_p=1
+        ),
+    ),
+    GoldenRequest(
+        messages=[Message(role="user", content="Say ok.")],
+        body={"model": "m", "messages": [{"role": "user", "content": "Say ok."}]},
+    ),
+]
+
+
 class TestOpenAIChatModelContract(ModelClientContract):
     @pytest_asyncio.fixture
     async def model_client(  # type: ignore[override]  # pytest types a fixture as an object
@@ -156,4 +197,6 @@ class TestOpenAIChatModelContract(ModelClientContract):
             failure_bound_s=5.0,
             # What each response must give, served to a client of the same factory.
             golden_responses=GOLDEN_RESPONSES,
+            # What each call must send, read back by the kit's endpoint.
+            golden_requests=GOLDEN_REQUESTS,
         )

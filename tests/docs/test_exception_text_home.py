@@ -73,7 +73,7 @@ def hand_built(source: str, filename: str = "<source>") -> list[str]:
                 isinstance(inner, ast.Attribute) and _type_named(inner) in caught
                 for inner in ast.walk(node)
             ):
-                found.append(f"{filename}:{node.lineno}")
+                found.append(f"{filename}:{getattr(node, 'lineno', 0)}")
     return sorted(set(found))
 
 

@@ -59,6 +59,7 @@ SPEC_CATALOGUE = {
     "model_client.cancellation_propagates": "checked",
     "model_client.failure_is_an_exception": "checked",  # with its opt-in sample
     "model_client.reads_golden_responses": "checked",  # with its opt-in sample
+    "model_client.sends_golden_requests": "checked",  # with its opt-in sample
     "event_sink.accepts_every_event_kind": "checked",
     "event_sink.concurrent_emits_are_safe": "checked",
     "event_sink.cancellation_propagates": "checked",

@@ -22,7 +22,9 @@ OPT_IN: dict[str, frozenset[str]] = {
     # Its breakers and their twins: test_matrix_parsers.py.
     "decision_parser": frozenset({"is_deterministic_across_processes", "parses_golden_samples"}),
     "run_store": frozenset({"atomic_append", "prefix_durability", "survives_power_loss"}),
-    "model_client": frozenset({"failure_is_an_exception", "reads_golden_responses"}),
+    "model_client": frozenset(
+        {"failure_is_an_exception", "reads_golden_responses", "sends_golden_requests"}
+    ),
     "action_executor": frozenset(
         {
             "status_trigger_conditions",
@@ -74,7 +76,10 @@ _NEW_EXECUTOR_OPT_INS = frozenset(
 _NO_LEAK_SAMPLE = frozenset({"cancelled_action_does_not_leak"})
 # The threaded executors give keeps_printing only.
 _NO_BREAK_SAMPLES = (_NEW_EXECUTOR_OPT_INS - _NO_LEAK_SAMPLE) | {"failure_is_a_return_value"}
-_NO_GOLDEN = frozenset({"reads_golden_responses"})  # cases that give no golden responses
+# Cases that give no golden responses or requests; those that give golden requests only.
+_NO_GOLDEN = frozenset({"reads_golden_responses", "sends_golden_requests"})
+_NO_REQUESTS = frozenset({"sends_golden_requests"})
+_REQUESTS_ONLY = frozenset({"failure_is_an_exception", "reads_golden_responses"})
 _TORN = "is not a prefix of what was appended|raised ValueError"
 CASES: dict[str, SeamCases] = {
     "run_store": SeamCases(
@@ -111,7 +116,11 @@ CASES: dict[str, SeamCases] = {
         "broken.ReferenceModel()",
         "model_samples",
         (
-            Case("HttpModel", "broken_model_axes.golden_samples(broken.HttpModel)"),
+            Case(
+                "HttpModel",
+                "broken_model_axes.golden_samples(broken.HttpModel)",
+                without=_NO_REQUESTS,
+            ),
             Case(
                 "ErrorTextOn500",
                 "broken.opt_in_model_samples(broken.ErrorTextOn500)",
@@ -129,6 +138,20 @@ CASES: dict[str, SeamCases] = {
                 "broken_model_axes.golden_samples(broken_model_axes.ReadsTheLastChoice)",
                 {"reads_golden_responses": r"golden_responses\[1\].*'the chosen one'"},
                 impl_expr="broken.ReferenceModel()",
+                without=_NO_REQUESTS,
+            ),
+            Case(
+                "SendsTheRequest",
+                "broken_requests.request_samples(broken_requests.SendsTheRequest)",
+                impl_expr="broken.ReferenceModel()",
+                without=_REQUESTS_ONLY,
+            ),
+            Case(
+                "DropsTemperature",
+                "broken_requests.request_samples(broken_requests.DropsTemperature)",
+                {"sends_golden_requests": r"body\.temperature: missing"},
+                impl_expr="broken.ReferenceModel()",
+                without=_REQUESTS_ONLY,
             ),
         ),
     ),
@@ -260,7 +283,8 @@ def test_each_opt_in_promise_is_kept_by_the_correct_and_broken_by_the_broken(
     assert broken_somewhere == here, "every opt-in promise needs a breaker"
     assert {spec.name for spec in BUILTIN_SUITES[seam].promises()} >= OPT_IN[seam]
     body = (
-        "import dataclasses\nfrom tests.kit import broken_executors, broken_model_axes\n"
+        "import dataclasses\n"
+        "from tests.kit import broken_executors, broken_model_axes, broken_requests\n"
         + "\n".join(_source(seam, cases, c) for c in cases.cases)
     )
     outcomes = run_sandbox(pytester, body, "-k", " or ".join(sorted(here)))

@@ -41,7 +41,7 @@ from polyloop.testing._model_client._misbehaving_http import (
 from polyloop.testing._shared._shapes import mismatch, short
 from polyloop.types import Message, ModelReply
 
-__all__ = ["failure_problems", "golden_problems"]
+__all__ = ["close_client", "failure_problems", "golden_problems"]
 
 _ALL = {**FAILURES, **SWEPT_FAILURES}
 _SETTLE_ITERATIONS = 100
@@ -131,7 +131,7 @@ async def _one_failure(
             fail_from_now(base_url)
         return await _judged_call(client, what, failure, bound_s, messages, busy)
     finally:
-        await _close(client)
+        await close_client(client)
 
 
 async def _judged_call(
@@ -185,7 +185,8 @@ async def _let_due_timers_finish(call: asyncio.Future[Any]) -> None:
         await asyncio.sleep(0)
 
 
-async def _close(client: Any) -> None:
+async def close_client(client: Any) -> None:
+    """Close a client the kit built, if it can be closed (``aclose`` or ``close``)."""
     close = getattr(client, "aclose", None) or getattr(client, "close", None)
     if callable(close):
         result = close()
@@ -211,7 +212,7 @@ async def failure_problems(
                 clients.append(factory(url))
         except BaseException:
             for client in clients:
-                await _close(client)
+                await close_client(client)
             raise
         busy = _Busy()
         results = await asyncio.gather(
@@ -259,7 +260,7 @@ async def golden_problems(
                     if found is not None:
                         problems.append(f"{where}: {found}")
             finally:
-                await _close(client)
+                await close_client(client)
             if problems:
                 return problems
     return problems

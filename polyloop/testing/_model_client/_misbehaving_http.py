@@ -16,7 +16,7 @@ import socket
 import struct
 from collections.abc import AsyncIterator
 
-__all__ = ["FAILURES", "SWEPT_FAILURES", "fail_from_now", "misbehaving_endpoint"]
+__all__ = ["FAILURES", "SWEPT_FAILURES", "fail_from_now", "misbehaving_endpoint", "received"]
 
 #: Seconds between two bytes of the ``trickle`` body: far below any per-read timeout.
 TRICKLE_INTERVAL_S = 0.05
@@ -263,6 +263,7 @@ class _Endpoint:
         self.handlers: set[asyncio.Task[None]] = set()
         self.closing = asyncio.Event()
         self.failing: set[str] = set()  # the ``after-<n>-`` paths switched to their failure
+        self.received: list[tuple[str, bytes]] = []  # (path's first segment, body), as they came
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -272,8 +273,9 @@ class _Endpoint:
         try:
             while True:  # keep-alive: a retrying client may reuse the connection
                 request = await _read_request(reader)
+                self.received.append((request.failure, request.body))
                 failure = self._failure_now(request.failure)
-                if failure == "good" or failure.startswith("golden-"):
+                if failure == "good" or failure.startswith(("golden-", "request-")):
                     writer.write(self._good(failure))
                     await writer.drain()
                     continue
@@ -355,6 +357,12 @@ def fail_from_now(base_url: str) -> None:
     _SERVING[root].failing.add(path)
 
 
+def received(root: str) -> list[tuple[str, bytes]]:
+    """Every request the endpoint at ``root`` has received, in order: the first segment of its
+    path (the failure it asked for) and its body."""
+    return list(_SERVING[root].received)
+
+
 @contextlib.asynccontextmanager
 async def misbehaving_endpoint(
     *, trickle_s: float = 1.0, golden: tuple[bytes, ...] = ()
@@ -362,7 +370,8 @@ async def misbehaving_endpoint(
     """Serve the failures on loopback; yields ``http://127.0.0.1:PORT`` (append
     ``/<failure>/v1`` for a client's base URL). ``trickle_s`` is how long the ``trickle`` body
     takes in all. The ``golden`` bodies are served whole on ``golden-<i>``, and each in turn on
-    ``golden-all``."""
+    ``golden-all``; ``request-<i>`` answers like ``good`` (for a client whose request is read back
+    with :func:`received`)."""
     endpoint = _Endpoint(trickle_s, golden)
     server = await asyncio.start_server(endpoint.handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]

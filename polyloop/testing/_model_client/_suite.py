@@ -14,6 +14,7 @@ import pytest
 from polyloop._base._exception_text import exception_text
 from polyloop.ports import ModelClient
 from polyloop.testing._model_client._failures import failure_problems, golden_problems
+from polyloop.testing._model_client._golden_requests import request_problems
 from polyloop.testing._shared._base import (
     ContractBase,
     missing_fixture,
@@ -202,6 +203,42 @@ class ModelClientContract(ContractBase):
         bound = samples.failure_bound_s or 60.0
         problems = await golden_problems(
             samples.failing_client_factory, bound, list(samples.messages), samples.golden_responses
+        )
+        assert not problems, "\n".join(problems)
+
+    async def test_sends_golden_requests(
+        self, model_client: ModelClient, model_samples: ModelSamples
+    ) -> None:
+        """Each golden call sends the request the implementer stated: the model, every message's
+        role and content, and every parameter the client was built with, type for type.
+
+        Every other promise reads what comes back; none looks at what goes out. A client that
+        drops ``temperature``, renames ``max_tokens``, sends a message's role under another key
+        or a seed as ``7.0`` still gets well-formed replies — from a run that is not the one
+        its user configured, and that no log can tell apart. Checked when
+        ``model_samples.golden_requests`` states them: each call runs on a client the factory
+        builds against a path of the kit's loopback endpoint, and the first request that
+        arrives there must match the stated body — its stated keys only, each value of the
+        same type and equal, lists element for element.
+        """
+        samples = require_samples(model_samples, ModelSamples, "model_samples")
+        if not samples.golden_requests:
+            unverifiable(
+                promise="each golden call sends the request stated for it",
+                why=(
+                    "model_samples.golden_requests is empty: the kit does not know what a call "
+                    "must send"
+                ),
+                verify_yourself=(
+                    "give ModelSamples(..., golden_requests=[GoldenRequest(messages, body, "
+                    "client_factory), ...]) and the kit reads back what each call sends; or "
+                    "record your client's requests against a local endpoint and compare every "
+                    "key your users configure"
+                ),
+            )
+        bound = samples.failure_bound_s or 60.0
+        problems = await request_problems(
+            samples.failing_client_factory, bound, samples.golden_requests
         )
         assert not problems, "\n".join(problems)
 

@@ -20,6 +20,7 @@ __all__ = [
     "GOLDEN_VARIATIONS",
     "ActionSamples",
     "EventSinkSamples",
+    "GoldenRequest",
     "ModelSamples",
     "ParserSamples",
     "StoreSamples",
@@ -282,6 +283,55 @@ class ParserSamples:
             raise ValueError("ParserSamples.golden_variations vary golden replies: give golden")
 
 
+@dataclass(frozen=True, slots=True)
+class GoldenRequest:
+    """One call and the request it must send: ``complete(messages)`` on a client that
+    ``client_factory`` (a callable taking the kit's base URL, as
+    ``ModelSamples.failing_client_factory`` does; that one when ``None``) builds, and ``body``,
+    the JSON request body that must arrive.
+
+    ``body`` is a pattern: every key it states must arrive with the same value, type for type
+    (``42`` is not ``42.0`` and neither is ``True``), lists element for element and as long;
+    keys it does not state may arrive with anything. State what your users depend on — the
+    model, each message's role and content, every parameter the client was built with.
+    """
+
+    messages: Sequence[Message]
+    body: Mapping[str, Any]
+    client_factory: Callable[[str], Any] | None = None
+
+    def __post_init__(self) -> None:
+        messages: object = self.messages
+        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+            raise TypeError(
+                "GoldenRequest.messages must be a sequence of polyloop Message, "
+                f"got {type(messages).__name__}"
+            )
+        if not self.messages:
+            raise ValueError("GoldenRequest.messages must hold at least one Message")
+        for index, message in enumerate(self.messages):
+            _require("GoldenRequest", f"messages[{index}]", message, Message)
+        if not isinstance(self.body, Mapping):
+            raise TypeError(
+                "GoldenRequest.body must be a mapping (the JSON request body), got "
+                f"{type(self.body).__name__}"
+            )
+        if self.client_factory is not None and not callable(self.client_factory):
+            raise TypeError("GoldenRequest.client_factory must be callable (base_url -> client)")
+        object.__setattr__(self, "messages", tuple(self.messages))
+
+
+def _golden_requests(value: object) -> tuple[GoldenRequest, ...]:
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise TypeError(
+            "ModelSamples.golden_requests must be a sequence of GoldenRequest, "
+            f"got {type(value).__name__}"
+        )
+    for index, request in enumerate(value):
+        _require("ModelSamples", f"golden_requests[{index}]", request, GoldenRequest)
+    return tuple(value)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSamples:
     """A conversation your model client can answer: at least one ``Message``.
@@ -303,12 +353,18 @@ class ModelSamples:
     ``golden_responses`` — ``(body, reply)`` pairs: the JSON body of a chat completion the kit
     serves (HTTP 200, ``application/json``) and the ``ModelReply`` your client must return for
     it, equal field for field and type for type.
+
+    Optional, to have ``sends_golden_requests`` checked: ``golden_requests`` —
+    :class:`GoldenRequest` values, each the messages of one call and the JSON request body
+    that call must send (built by the request's own ``client_factory``, else by
+    ``failing_client_factory``).
     """
 
     messages: Sequence[Message]
     failing_client_factory: Callable[[str], Any] | None = None
     failure_bound_s: float | None = None
     golden_responses: Sequence[tuple[Mapping[str, Any], ModelReply]] = ()
+    golden_requests: Sequence[GoldenRequest] = ()
 
     def __post_init__(self) -> None:
         messages: object = self.messages
@@ -328,6 +384,14 @@ class ModelSamples:
             raise ValueError(
                 "ModelSamples.golden_responses are served to a client the kit builds: give "
                 "failing_client_factory and failure_bound_s too"
+            )
+        object.__setattr__(self, "golden_requests", _golden_requests(self.golden_requests))
+        if self.failing_client_factory is None and any(
+            request.client_factory is None for request in self.golden_requests
+        ):
+            raise ValueError(
+                "ModelSamples.golden_requests are sent by a client the kit builds: give each "
+                "GoldenRequest a client_factory, or give failing_client_factory"
             )
 
 
