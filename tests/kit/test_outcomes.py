@@ -96,7 +96,8 @@ def test_a_plain_run_shows_each_unverifiable_promise_as_a_three_part_skip_reason
     skip_lines = [line for line in result.outlines if line.startswith("SKIPPED")]
     assert len(skip_lines) == 3
     for line in skip_lines:
-        assert "polyloop/testing/_run_store/_suite.py" in line  # where the promise is written
+        # where the promise is written: its family of the run-store suite
+        assert "polyloop/testing/_run_store/_crash_promises.py" in line
         parts = parse_skip_reason(line)
         assert parts is not None, line
         assert parts["outcome"] == "unverifiable"
