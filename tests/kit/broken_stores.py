@@ -687,3 +687,29 @@ class OwnedByOneProcess(LineFileStore):
             owner.write_text(str(os.getpid()))
         if owner.read_text() != str(os.getpid()):
             raise OSError(f"the store in {self.directory} belongs to process {owner.read_text()}")
+
+
+# --------------------------------------------------------------------------- issue #37
+# Exact comparisons (§2): an index that hands back 42.0 for the 42 in its log "agreed" with it
+# under ``==``. Twin: the same index kept as JSON text, which keeps ints and floats apart.
+
+
+class IndexUsageInRealColumn(MemoryStore):
+    """Keeps the run index's usage in a REAL column (SQLite's ``REAL``, DuckDB's ``DOUBLE``):
+    every token count comes back a float, ``406.0`` for the log's ``406``."""
+
+    def _index_batch(self, run_id: str, batch: Sequence[Record]) -> None:
+        super()._index_batch(run_id, batch)
+        row = self._index[run_id]
+        usage = {key: float(value) for key, value in row.usage.items()}
+        self._index[run_id] = dataclasses.replace(row, usage=usage)
+
+
+class IndexUsageAsJsonText(MemoryStore):
+    """Correct: keeps the run index's usage as JSON text, which reads ints back as ints."""
+
+    def _index_batch(self, run_id: str, batch: Sequence[Record]) -> None:
+        super()._index_batch(run_id, batch)
+        row = self._index[run_id]
+        usage = json.loads(json.dumps(row.usage))
+        self._index[run_id] = dataclasses.replace(row, usage=usage)

@@ -232,7 +232,8 @@ def _delivery_problems(emitted: Sequence[Event], delivered: Sequence[Event]) -> 
         if key not in expected or key in seen:
             continue
         seen.add(key)
-        found = mismatch(expected[key].record, event.record, f"run {key[0]} sequence {key[1]}")
+        # The whole event, type by type: a sequence ``1.0`` or ``True`` finds the key of ``1``.
+        found = mismatch(expected[key], event, f"run {key[0]} sequence {key[1]}")
         if found is not None:
             changed += 1
             first = first or found

@@ -373,8 +373,9 @@ async def _append_rules(store: Any, run_id: str, log: tuple[Record, ...]) -> lis
         after = tuple((await store.read_log(run_id)).records)
     except Exception as error:
         return [f"run {run_id}: read_log after the next append raised {exception_text(error)}"]
-    if after != (*log, record):
-        return [f"run {run_id}: after the next append it reads back {len(after)} records"]
+    found = mismatch((*log, record), after, "records")
+    if found is not None:
+        return [f"run {run_id}: after the next append it reads back other records: {found}"]
     return []
 
 
