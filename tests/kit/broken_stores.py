@@ -337,6 +337,31 @@ class CachesRunState(LineFileStore):
         return RunLog(tuple(self._on_disk(run_id)))
 
 
+class BatchFencedFromCache(LineFileStore):
+    """Fences single appends on what is on disk, and batches on the run's length kept in the
+    object (loaded on the object's first batch, moved on by its own writes): the batch path was
+    written apart, for speed, and only ever tested with one store object."""
+
+    def __init__(self, directory: Path | str) -> None:
+        super().__init__(directory)
+        self._seen: dict[str, list[Record]] = {}
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        await super().append(run_id, record, sequence=sequence)
+        if run_id in self._seen:
+            self._seen[run_id].append(record)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        seen = self._seen.setdefault(run_id, self._on_disk(run_id))
+        refusal = _batch_refusal(run_id, seen, records, sequence)
+        if refusal is not None:
+            raise refusal
+        last = len(records) - 1
+        lines = [("" if n == last else "+") + r.to_json() + "\n" for n, r in enumerate(records)]
+        await self._write(run_id, "".join(lines).encode("utf-8"))
+        seen.extend(records)
+
+
 class CachesRunListing(LineFileStore):
     """Lists runs from a set loaded when the object was opened plus the runs it started
     itself: a run another object (another process) started is never listed by this one."""
