@@ -434,6 +434,28 @@ class SlowSyncedLineFileStore(SyncedLineFileStore):
         await super()._write(run_id, line)
 
 
+class FencesOnCommitCount(SyncedLineFileStore):
+    """Fences on the number of commits in the run's file, not of records (a batch's lines but
+    its last are marked ``+``; this counts the unmarked ones). Right with single appends; after
+    a batch of three it counts one, and refuses its own next append at the right sequence with
+    ``RunConflict`` (issue 37: the power-loss probe's writer meets it in its second round)."""
+
+    def _fence(self, run_id: str, sequence: int) -> None:
+        lines = self._committed(run_id).split(b"\n")
+        commits = sum(1 for line in lines if line and not line.startswith(b"+"))
+        if commits and sequence != commits:
+            raise RunConflict(f"{run_id}: sequence {sequence}, the log has {commits} commits")
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        if not isinstance(record, RunStarted):
+            self._fence(run_id, sequence)
+        await super().append(run_id, record, sequence=sequence)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        self._fence(run_id, sequence)
+        await super().append_many(run_id, records, sequence=sequence)
+
+
 class KeptElsewhere(SyncedLineFileStore):
     """Correct, but keeps its data in the directory ``POLYLOOP_TEST_ELSEWHERE`` names, whatever
     directory it is given — as a database server's store does."""
