@@ -257,3 +257,35 @@ def mismatch(expected: object, actual: object, where: str) -> str | None:
             said += _text_difference(expected, actual)
         return said
     return None
+
+
+#: How long a text inside a drawn value may be where a falsifying example prints it.
+_BRIEF_TEXT = 200
+
+
+def brief(value: object) -> str:
+    """``repr`` of a record, an event or a container of them with every long text cut (saying
+    how long it was): the falsifying example of a property over 1 MiB texts stays readable."""
+    if isinstance(value, str):
+        return shown(value, _BRIEF_TEXT)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = ", ".join(
+            f"{f.name}={brief(getattr(value, f.name, None))}" for f in dataclasses.fields(value)
+        )
+        return f"{type(value).__name__}({fields})"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{brief(k)}: {brief(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        inner = ", ".join(brief(item) for item in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' * (len(value) == 1)})"
+    return repr(value)
+
+
+class Drawn(tuple):  # type: ignore[type-arg]
+    """A drawn tuple of records or events that Hypothesis prints with :func:`brief`: whole, it
+    printed megabytes and made Hypothesis warn ("Generating overly large repr") on a failure."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return brief(tuple(self))
