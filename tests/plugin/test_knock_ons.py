@@ -20,6 +20,7 @@ from polyloop.report import (
 )
 from pytest_polyloop._outcomes import PhaseResult
 from pytest_polyloop._report import build_implementation
+from tests.plugin._sandbox import Project
 from tests.unit._reports import SUITE, report
 
 SEAM = "decision_parser"
@@ -110,3 +111,34 @@ def test_an_older_report_without_follows_still_loads(tmp_path: Any) -> None:
     path = tmp_path / "old.json"
     path.write_text(json.dumps(report(item)))
     assert load_report(path)["implementations"][0]["counts"]["violated"] == 1
+
+
+_PARSER = """\
+from tests.kit import broken, broken_parsers
+
+
+@pytest.fixture
+def parser_samples():
+    return broken.PARSER_SAMPLES
+
+
+@pytest_polyloop.seam("decision_parser", samples="parser_samples")
+@pytest.fixture
+def argparse_parser():
+    return broken_parsers.ReadsOptionsWithArgparse()
+"""
+
+
+def test_a_real_run_counts_a_parser_that_exits_once(project: Project) -> None:
+    # One input makes parse() raise SystemExit: never_raises names it, three other promises
+    # point at it ("same cause as decision_parser.never_raises: …").
+    project.conftest("tests", _PARSER)
+    run = project.run("-k", "not across_processes")
+    counts = run.counts("argparse_parser")
+    assert counts["violated"] == 1, counts
+    assert counts["follows"] == 3, counts
+    for name in ("returns_one_of_three_branches", "is_deterministic", "action_is_serialisable"):
+        promise = run.promise("argparse_parser", f"decision_parser.{name}")
+        assert promise["outcome"] == "violated"
+        assert promise["follows"] == CAUSE
+    assert "violated 1 (+3 following it)" in run.output
