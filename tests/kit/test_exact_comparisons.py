@@ -76,7 +76,6 @@ def test_an_index_row_with_a_float_for_an_int_of_its_log_disagrees() -> None:
     assert "(usage['prompt_tokens']: expected int 406, got float 406.0)" in problems[0]
 
 
-@pytest.mark.slow  # a sandbox run of the kit (CI's slow step)
 def test_an_index_handing_back_floats_is_caught_and_its_json_twin_is_clean(
     pytester: pytest.Pytester,
 ) -> None:
