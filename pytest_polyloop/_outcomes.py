@@ -15,15 +15,28 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # only a type here: a passive plugin does not import the runtime
     from polyloop.report import Outcome
 
-__all__ = ["Judgement", "PhaseResult", "classify", "phase_result", "teardown_failure"]
+__all__ = [
+    "Judgement",
+    "PhaseResult",
+    "classify",
+    "group_violation",
+    "phase_result",
+    "teardown_failure",
+]
 
 PROPERTY_ITEM = "polyloop"
 PROPERTY_SKIP = "polyloop_skip"
 # {type, message, location} of an exception that kept the implementation from being built.
 PROPERTY_SETUP_ERROR = "polyloop_setup_error"
+# The whole violation inside an exception group (Hypothesis's FlakyFailure): the kit's message
+# and the falsifying example, which the group's own one-line text and its traceback bury.
+PROPERTY_VIOLATION = "polyloop_violation"
 _STRICT_XPASS = "[XPASS(strict)]"
 _WAIVED_PREFIX = "waived: "
 _DETAIL_LIMIT = 4000
+# The kit's own message inside an exception group: kept whole up to this (a call history).
+_WHOLE_LIMIT = 16_000
+_SHORT = 160
 # xdist's own report for a test whose worker died (it has no user_properties of ours).
 CRASH_PHASE = "???"
 # pytest-rerunfailures: the outcome of a phase whose failure made it run the test again.
@@ -54,6 +67,7 @@ class PhaseResult:
     contract_skip: Mapping[str, str] | None = None
     setup_error: Mapping[str, str] | None = None
     attempt: int = 0
+    violation: str | None = None  # PROPERTY_VIOLATION: the failure inside an exception group
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,9 +96,11 @@ def phase_result(report: Any) -> PhaseResult:
     reprcrash = getattr(longrepr, "reprcrash", None)
     if reprcrash is not None:
         crash = str(getattr(reprcrash, "message", ""))
-    contract_skip = setup_error = None
+    contract_skip = setup_error = violation = None
     for name, value in report.user_properties:
-        if name in (PROPERTY_SKIP, PROPERTY_SETUP_ERROR) and isinstance(value, str):
+        if name == PROPERTY_VIOLATION and isinstance(value, str):
+            violation = str(json.loads(value))
+        elif name in (PROPERTY_SKIP, PROPERTY_SETUP_ERROR) and isinstance(value, str):
             parts = json.loads(value)  # JSON, so junit XML shows it readably
             texts = {str(key): str(part) for key, part in parts.items()}
             if name == PROPERTY_SKIP:
@@ -102,6 +118,7 @@ def phase_result(report: Any) -> PhaseResult:
         contract_skip=contract_skip,
         setup_error=setup_error,
         attempt=_attempt(report),
+        violation=violation,
     )
 
 
@@ -111,8 +128,42 @@ def _attempt(report: Any) -> int:
     return attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else 0
 
 
+def group_violation(error: BaseException) -> str | None:
+    """The violation inside an exception group — Hypothesis's ``FlakyFailure`` (a failure that
+    did not happen again when replayed) or several failures: the first one's own text (the
+    kit's message, whole) and each falsifying example noted on it or on the group, then what
+    the group said. ``None`` for an exception that is not a group."""
+    if not isinstance(error, BaseExceptionGroup):
+        return None
+    from polyloop._base._exception_text import exception_text  # only with a failure to say
+
+    leaf: BaseException = error
+    while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
+        leaf = leaf.exceptions[0]
+    if leaf.__cause__ is not None and not str(leaf):  # Hypothesis wraps a BaseException
+        leaf = leaf.__cause__
+    notes = [*getattr(leaf, "__notes__", ()), *getattr(error, "__notes__", ())]
+    examples = [note for note in notes if str(note).lstrip().startswith(_EXAMPLE_MARKERS)]
+    said = str(error).splitlines()[0] if str(error) else ""
+    # "Hypothesis test_x(<every argument>) produces unreliable results: …": the arguments are
+    # the falsifying example again, as one line; the sentence is what the group adds.
+    said = said[said.rindex(" produces ") + 1 :] if " produces " in said else said[:_SHORT]
+    parts = [
+        exception_text(leaf, limit=_WHOLE_LIMIT),
+        *(str(example)[:_DETAIL_LIMIT] for example in dict.fromkeys(examples)),
+        f"(Hypothesis, {type(error).__name__}: the test {said})".replace(" the test )", ")"),
+    ]
+    return "\n".join(parts)
+
+
 def _violation_detail(phase: PhaseResult) -> str:
     """The assertion message, plus the falsifying example of a Hypothesis promise — once."""
+    if phase.violation is not None:  # whole: the message and the example are cut apart
+        return (
+            phase.violation
+            if phase.when == "call"
+            else f"error in {phase.when}:\n{phase.violation}"
+        )
     text = phase.text
     if phase.when == CRASH_PHASE:
         return f"the worker running this test died: {text.strip().splitlines()[-1]}"

@@ -19,8 +19,8 @@ import pytest
 from polyloop._base import _extras
 from polyloop._base._utf8_json import utf8_json, utf8_text
 from polyloop._version import __version__ as POLYLOOP_VERSION
-from polyloop.report import OUTCOMES, SCHEMA, load_report, outcomes_by_key
-from polyloop.report._format import Key
+from polyloop.report import SCHEMA, load_report, outcomes_by_key
+from polyloop.report._format import Key, count_outcomes, mark_knock_ons
 from pytest_polyloop._outcomes import Judgement, PhaseResult, classify, teardown_failure
 
 __all__ = [
@@ -154,10 +154,8 @@ def build_implementation(
         for nodeid, promise_id, judgement in judged
         if judgement is not None  # collected but never run (-x, a crash): counted as missing
     ]
-    counts = dict.fromkeys(OUTCOMES, 0)
-    for promise in promises:
-        counts[promise["outcome"]] += 1
-    counts["setup_error"] = min(counts["setup_error"], 1)  # one implementation, one error
+    mark_knock_ons(promises)  # one cause counts once: a knock-on says which promise it follows
+    counts = count_outcomes(promises)
     reported = {promise["id"] for promise in promises}
     return {
         "id": entry["id"],

@@ -35,7 +35,9 @@ from pytest_polyloop._outcomes import (
     PROPERTY_ITEM,
     PROPERTY_SETUP_ERROR,
     PROPERTY_SKIP,
+    PROPERTY_VIOLATION,
     PhaseResult,
+    group_violation,
     phase_result,
 )
 from pytest_polyloop._pytest_private import fixture_functions
@@ -232,6 +234,11 @@ class ConformanceSession:
             setup_error = self._setup_error(call.excinfo, item)
             failure = (PROPERTY_SETUP_ERROR, json.dumps(setup_error))
             report.user_properties = [*report.user_properties, failure]
+        elif error is not None and report.failed:
+            violation = group_violation(error)  # a FlakyFailure: the kit's message, whole
+            if violation is not None:
+                whole = (PROPERTY_VIOLATION, json.dumps(violation))
+                report.user_properties = [*report.user_properties, whole]
         return report
 
     def _is_setup_error(self, call: pytest.CallInfo[None]) -> bool:

@@ -8,7 +8,8 @@ package builds on the names defined here and none of them is imported back.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -34,6 +35,44 @@ Outcome = Literal[
 ]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)  # the report's order, written once above
 Key = tuple[str, str]  # (implementation id, promise id)
+
+#: How a violated promise's detail says it shares another promise's cause (a knock-on): the kit
+#: starts it ``same cause as <promise id>:`` (pytest may put ``Failed:`` before it).
+_SAME_CAUSE = re.compile(r"(?:Failed: )?same cause as ([A-Za-z_][A-Za-z0-9_]*\.[A-Za-z0-9_]+):")
+#: The ``counts`` key of the violated promises that follow another's cause (absent when none).
+FOLLOWS = "follows"
+
+
+def mark_knock_ons(promises: Sequence[MutableMapping[str, Any]]) -> None:
+    """Set ``follows`` on each violated promise of one implementation whose detail starts
+    ``same cause as <id>:`` when ``<id>`` is violated there too and follows nothing itself:
+    one cause counts once (:func:`count_outcomes`). A pointer to a promise that is not violated
+    (or to itself) is not a knock-on: that promise stays a cause of its own, never hidden."""
+    by_id = {promise["id"]: promise for promise in promises}
+    pointers: dict[str, str] = {}
+    for promise in promises:
+        promise.pop(FOLLOWS, None)
+        found = _SAME_CAUSE.match(str(promise.get("detail") or ""))
+        if promise["outcome"] == "violated" and found is not None:
+            pointers[promise["id"]] = found.group(1)
+    for promise_id, cause in pointers.items():
+        target = by_id.get(cause) if cause != promise_id and cause not in pointers else None
+        if target is not None and target["outcome"] == "violated":
+            by_id[promise_id][FOLLOWS] = cause
+
+
+def count_outcomes(promises: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """An implementation's ``counts``: each outcome once per promise, but a violated promise
+    that follows another's cause under ``follows`` (present only then), not ``violated``; a
+    setup error once however many promises it folds."""
+    counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
+    for promise in promises:
+        key = FOLLOWS if promise.get(FOLLOWS) else promise["outcome"]
+        counts[key] = counts.get(key, 0) + 1
+    counts["setup_error"] = min(counts["setup_error"], 1)
+    return counts
+
+
 _NULLABLE_TEXTS = ("why", "verify_yourself", "detail", "waiver_reason")  # of a promise
 _VERDICT_TEXT = {
     "conformant": "conformant",
@@ -200,9 +239,10 @@ _PROMISE_RENDERED: tuple[Check, ...] = (
     ("promise", _text, "a string"),
     *((name, _text_or_null, "a string or null") for name in _NULLABLE_TEXTS),
     ("reruns", _count_of_reruns, "a whole number of at least 1"),
+    (FOLLOWS, _text, "a string"),
 )
 _OPTIONAL = frozenset(
-    {"source", "missing", "teardown_errors", "setup_error", "reruns", *_NULLABLE_TEXTS}
+    {"source", "missing", "teardown_errors", "setup_error", "reruns", FOLLOWS, *_NULLABLE_TEXTS}
 )
 
 

@@ -22,7 +22,7 @@ from importlib import resources
 from typing import Any
 
 from polyloop.report._diff import diff_reports
-from polyloop.report._format import GLYPHS, OUTCOMES
+from polyloop.report._format import FOLLOWS, GLYPHS, OUTCOMES
 
 __all__ = [
     "GLYPHS",
@@ -53,6 +53,7 @@ _RANK = (
 )
 _CHANGE_MARKS = {"regressed": "▼", "recovered": "▲", "changed": "Δ"}
 _MIXED_MARK = "≠"  # merged with --allow-mixed-suites: the jobs' suites differ on the promise
+_FOLLOWS_MARK = "↳"  # violated by another violated promise's cause (counted once, there)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +85,8 @@ class Cell:
     @property
     def mark(self) -> str:
         mixed = _MIXED_MARK if (self.promise or {}).get("mixed_suite") else ""
-        return "".join(_CHANGE_MARKS[change.kind] for change in self.changes) + mixed
+        follows = _FOLLOWS_MARK if (self.promise or {}).get(FOLLOWS) else ""
+        return follows + "".join(_CHANGE_MARKS[change.kind] for change in self.changes) + mixed
 
     @property
     def runs_differ(self) -> bool:
@@ -178,6 +180,8 @@ def _reason_lines(cell: Cell) -> list[tuple[str, str]]:
     """(label, text) pairs that say why a cell is what it is."""
     promise = cell.promise or {}
     lines: list[tuple[str, str]] = []
+    if promise.get(FOLLOWS):
+        lines.append(("follows", f"{promise[FOLLOWS]} (the same cause, counted once there)"))
     if cell.outcome == NOT_RUN:
         lines.append(("why", "its suite has this promise, but it was not run (deselected, or "
                               "the run stopped before it)"))  # fmt: skip
@@ -556,6 +560,8 @@ def _cell_html(cell: Cell | None, column: Column) -> str:
     mark = cell.mark
     label = _LABELS[cell.outcome] + _change_words(cell)
     label += " (suites differ)" if _MIXED_MARK in mark else ""
+    follows = (cell.promise or {}).get(FOLLOWS)
+    label += f" (follows {follows})" if follows else ""
     shown = f'<span aria-hidden="true">{_e(cell.glyph + mark)}</span>'
     inner = (
         f'<a href="#{cell.anchor}">{shown}<span class="sr">{_e(label)}</span></a>'

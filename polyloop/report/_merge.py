@@ -23,7 +23,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from polyloop.report._format import OUTCOMES, SCHEMA, MergeError
+from polyloop.report._format import (
+    OUTCOMES,
+    SCHEMA,
+    MergeError,
+    count_outcomes,
+    mark_knock_ons,
+)
 
 __all__ = ["PRECEDENCE", "MergeError", "merge_reports", "report_id_of"]
 
@@ -259,10 +265,8 @@ def _finish(seen: Mapping[str, Any], *, mixed: bool) -> dict[str, Any]:
             merged["mixed_suite"] = True
         promises.append(merged)
     ran = {promise["id"] for promise in promises}
-    counts = dict.fromkeys(OUTCOMES, 0)
-    for promise in promises:
-        counts[promise["outcome"]] += 1
-    counts["setup_error"] = min(counts["setup_error"], 1)
+    mark_knock_ons(promises)  # on the merged outcomes: a job's pointer may no longer hold
+    counts = count_outcomes(promises)
     fixture, source, suite_hash = min(seen["identity"])
     setup_errors = seen["setup_errors"]
     return {

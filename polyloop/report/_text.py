@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from polyloop.report._format import _VERDICT_TEXT, OUTCOMES
+from polyloop.report._format import _VERDICT_TEXT, FOLLOWS, OUTCOMES
 from polyloop.report._matrix import render_matrix_markdown
 
 # How Hypothesis introduces the example that broke a property (kept whole on a terminal).
@@ -56,7 +56,17 @@ def _group_of(promise: Mapping[str, Any]) -> str:
 
 
 def _counts_text(counts: Mapping[str, int]) -> str:
-    return "  ".join(f"{name} {counts.get(name, 0)}" for name in OUTCOMES if counts.get(name, 0))
+    """``held 20  violated 1 (+2 following it)``: a knock-on is counted apart, once per cause."""
+    parts = [f"{name} {counts.get(name, 0)}" for name in OUTCOMES if counts.get(name, 0)]
+    follows = counts.get(FOLLOWS, 0)
+    if follows:
+        at = next((i for i, part in enumerate(parts) if part.startswith("violated ")), None)
+        note = f"(+{follows} following {'it' if counts.get('violated') == 1 else 'them'})"
+        if at is None:
+            parts.append(f"violated 0 {note}")
+        else:
+            parts[at] += f" {note}"
+    return "  ".join(parts)
 
 
 def _indent(text: str, prefix: str) -> list[str]:
@@ -154,6 +164,11 @@ def _attention_lines(outcome: str, heading: str, entries: list[Pair], verbose: b
     lines = ["", f"{heading}:"]
     for item, promise in entries:
         lines.append(f"  {item['id']}  {promise['id']} — {promise['promise']}")
+        if promise.get(FOLLOWS):
+            lines.append(
+                f"      follows: {promise[FOLLOWS]} (the same cause, counted once there: fix it "
+                "first)"
+            )
         if promise.get("waiver_reason"):
             lines.append(f"      waiver: {promise['waiver_reason']}")
         if promise.get("detail") and outcome in ("violated", "pending"):

@@ -337,6 +337,31 @@ class CachesRunState(LineFileStore):
         return RunLog(tuple(self._on_disk(run_id)))
 
 
+class BatchFencedFromCache(LineFileStore):
+    """Fences single appends on what is on disk, and batches on the run's length kept in the
+    object (loaded on the object's first batch, moved on by its own writes): the batch path was
+    written apart, for speed, and only ever tested with one store object."""
+
+    def __init__(self, directory: Path | str) -> None:
+        super().__init__(directory)
+        self._seen: dict[str, list[Record]] = {}
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        await super().append(run_id, record, sequence=sequence)
+        if run_id in self._seen:
+            self._seen[run_id].append(record)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        seen = self._seen.setdefault(run_id, self._on_disk(run_id))
+        refusal = _batch_refusal(run_id, seen, records, sequence)
+        if refusal is not None:
+            raise refusal
+        last = len(records) - 1
+        lines = [("" if n == last else "+") + r.to_json() + "\n" for n, r in enumerate(records)]
+        await self._write(run_id, "".join(lines).encode("utf-8"))
+        seen.extend(records)
+
+
 class CachesRunListing(LineFileStore):
     """Lists runs from a set loaded when the object was opened plus the runs it started
     itself: a run another object (another process) started is never listed by this one."""
@@ -407,6 +432,28 @@ class SlowSyncedLineFileStore(SyncedLineFileStore):
     async def _write(self, run_id: str, line: bytes) -> None:
         await asyncio.sleep(0.25)
         await super()._write(run_id, line)
+
+
+class FencesOnCommitCount(SyncedLineFileStore):
+    """Fences on the number of commits in the run's file, not of records (a batch's lines but
+    its last are marked ``+``; this counts the unmarked ones). Right with single appends; after
+    a batch of three it counts one, and refuses its own next append at the right sequence with
+    ``RunConflict`` (issue 37: the power-loss probe's writer meets it in its second round)."""
+
+    def _fence(self, run_id: str, sequence: int) -> None:
+        lines = self._committed(run_id).split(b"\n")
+        commits = sum(1 for line in lines if line and not line.startswith(b"+"))
+        if commits and sequence != commits:
+            raise RunConflict(f"{run_id}: sequence {sequence}, the log has {commits} commits")
+
+    async def append(self, run_id: str, record: Record, *, sequence: int) -> None:
+        if not isinstance(record, RunStarted):
+            self._fence(run_id, sequence)
+        await super().append(run_id, record, sequence=sequence)
+
+    async def append_many(self, run_id: str, records: Sequence[Record], *, sequence: int) -> None:
+        self._fence(run_id, sequence)
+        await super().append_many(run_id, records, sequence=sequence)
 
 
 class KeptElsewhere(SyncedLineFileStore):
@@ -687,3 +734,29 @@ class OwnedByOneProcess(LineFileStore):
             owner.write_text(str(os.getpid()))
         if owner.read_text() != str(os.getpid()):
             raise OSError(f"the store in {self.directory} belongs to process {owner.read_text()}")
+
+
+# --------------------------------------------------------------------------- issue #37
+# Exact comparisons (§2): an index that hands back 42.0 for the 42 in its log "agreed" with it
+# under ``==``. Twin: the same index kept as JSON text, which keeps ints and floats apart.
+
+
+class IndexUsageInRealColumn(MemoryStore):
+    """Keeps the run index's usage in a REAL column (SQLite's ``REAL``, DuckDB's ``DOUBLE``):
+    every token count comes back a float, ``406.0`` for the log's ``406``."""
+
+    def _index_batch(self, run_id: str, batch: Sequence[Record]) -> None:
+        super()._index_batch(run_id, batch)
+        row = self._index[run_id]
+        usage = {key: float(value) for key, value in row.usage.items()}
+        self._index[run_id] = dataclasses.replace(row, usage=usage)
+
+
+class IndexUsageAsJsonText(MemoryStore):
+    """Correct: keeps the run index's usage as JSON text, which reads ints back as ints."""
+
+    def _index_batch(self, run_id: str, batch: Sequence[Record]) -> None:
+        super()._index_batch(run_id, batch)
+        row = self._index[run_id]
+        usage = json.loads(json.dumps(row.usage))
+        self._index[run_id] = dataclasses.replace(row, usage=usage)

@@ -7,7 +7,8 @@ written, with one bug, and a twin without that bug that must stay clean:
 * run ids across the grammar — ``LowerCasesRunIds`` and ``TruncatesRunIdsTo64`` (twin: the
   reference ``MemoryStore``), ``NoCaseSqliteLogStore`` (twin ``SqliteLogStore``) and
   ``FilesKeyedByPrefix`` (twin ``LineFileStore``);
-* several store objects on the same data — ``CachesRunState`` and ``CachesRunListing`` (twin
+* several store objects on the same data — ``CachesRunState``, ``CachesRunListing`` and
+  ``BatchFencedFromCache`` (issue 37: batches fenced on the object's own view; twin
   ``LineFileStore``);
 * batches in any order the rules accept — ``BatchGroupedByKind`` and ``BatchDeduplicated``
   (twin ``MemoryStore``) — and a kill inside ``append_many``: ``BatchOneRecordAtATime`` (twin
@@ -154,6 +155,15 @@ WITH_FACTORY = (
             "start_is_exclusive": "store object's append.*had to raise RunAlreadyExists",
             "finished_run_rejects_records": "store object's append.*had to raise "
             "RunAlreadyFinished",
+            "batch_is_fenced": "store object's append_many.*(RunConflict|accepted)",
+        },
+    ),
+    _s(
+        "BatchFencedFromCache",
+        True,
+        {
+            "batch_is_fenced": "the first store object's append_many\\(\\[model_call_intent, "
+            "action_intent\\], sequence=2\\) was accepted.*had to raise RunConflict"
         },
     ),
     _s(
@@ -319,7 +329,11 @@ CLASSES: dict[str, dict[str, str]] = {
         "NoCaseSqliteLogStore": "SqliteLogStore",
         "FilesKeyedByPrefix": "LineFileStore",
     },
-    "8 store objects": {"CachesRunState": "LineFileStore", "CachesRunListing": "LineFileStore"},
+    "8 store objects": {
+        "CachesRunState": "LineFileStore",
+        "CachesRunListing": "LineFileStore",
+        "BatchFencedFromCache": "LineFileStore",
+    },
     "9 batches": {
         "BatchGroupedByKind": "MemoryStore",
         "BatchDeduplicated": "MemoryStore",

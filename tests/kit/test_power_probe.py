@@ -184,3 +184,18 @@ def test_a_finding_is_not_reused_under_another_tracer_or_seed(
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     with pytest.raises(_power.TracerUnavailable, match="refused"):
         asyncio.run(_power.power_findings(factory))
+
+
+@NEEDS_STRACE
+def test_a_store_refusing_its_own_append_in_the_writer_is_said_to_refuse_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # Issue 37: a RunConflict out of the traced writer's own append (at the right sequence, on
+    # a log the writer built) was reported as "the power-loss probe could not run".
+    outcome, parts = _power_outcome(pytester, "FencesOnCommitCount")
+    assert outcome == "failed", parts
+    text = parts["text"]
+    assert "could not run" not in text, text
+    assert "the store refused its own append_many(run " in text, text
+    assert "sequence=7) in round 1 (call 4 of that round), raising RunConflict: " in text, text
+    assert "at the right sequence" in text, text

@@ -153,7 +153,7 @@ def test_an_attribute_of_another_type_is_a_change() -> None:
     }
     problems = span_delivery_problems([event], [_Span("chat", attributes)])
     assert len(problems) == 1
-    assert "polyloop.prompt_chars = '3', the record holds 3" in problems[0]
+    assert "polyloop.prompt_chars = str '3', the record holds int 3" in problems[0]
 
 
 def test_the_run_is_found_on_an_ancestor() -> None:

@@ -236,6 +236,7 @@ class CallSequence:
                 f"execute(action_samples.{which}) came back {outcome.status.value}, not "
                 f"{want.value} (observation {short(outcome.observation)})"
             )
+            cause = ""
             if restored:
                 blame = "the executor does not recover with its environment"
             else:
@@ -245,8 +246,13 @@ class CallSequence:
                     f"the sample is wrong before the environment was touched, so this is not "
                     f"a failure to recover: {STATUS_PROMISE[kind]}"
                 )
+                # A knock-on of a promise of its own: the report counts the cause once.
+                cause = (
+                    f"same cause as {STATUS_PROMISE[kind]}: " if kind != "executes_cleanly" else ""
+                )
             pytest.fail(
-                f"{when}, {got}: {blame}; the calls so far: {self.history()}", pytrace=False
+                f"{cause}{when}, {got}: {blame}; the calls so far: {self.history()}",
+                pytrace=False,
             )
 
     async def broken(self, when: str) -> None:

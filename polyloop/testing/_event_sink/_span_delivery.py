@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
-from polyloop.testing._shared._shapes import short
+from polyloop.testing._shared._shapes import short, typed
 from polyloop.types import (
     ActionIntent,
     Event,
@@ -168,8 +168,8 @@ def _changed(expected: Mapping[_Key, Event], carried: list[tuple[_Key, Any]]) ->
                 changed += 1
                 first = first or (
                     f"run {key[0]} sequence {key[1]} ({event.record.kind}): span "
-                    f"{getattr(span, 'name', '?')!r} has {name} = {short(got)}, the record "
-                    f"{'has none' if want is None else f'holds {short(want)}'}"
+                    f"{getattr(span, 'name', '?')!r} has {name} = {typed(got)}, the record "
+                    f"{'has none' if want is None else f'holds {typed(want)}'}"
                 )
                 break
     return [] if first is None else [f"{changed} events were delivered changed; first: {first}"]

@@ -22,6 +22,10 @@ from polyloop.testing._run_store._store_calls import (
     check_store,
     read_checked,
 )
+from polyloop.testing._run_store._store_objects import (
+    across_objects,
+    batch_fence_across_objects,
+)
 from polyloop.testing._shared._base import (
     bounded_settings,
 )
@@ -133,14 +137,19 @@ class BatchPromises:
                 f"a refused batch ending {error.__name__}",
             )
 
-    async def test_batch_is_fenced(self, run_store: RunStore) -> None:
+    async def test_batch_is_fenced(self, run_store: RunStore, store_samples: object) -> None:
         """``append_many`` at a ``sequence`` other than the log's length raises ``RunConflict``
         and writes none of the batch; at the right ``sequence`` every record takes the next
         index, in order.
 
         This is the fence of ``append`` applied to the batch as a whole: the losing process of a
         race must not get half of its batch in — its action intent would then sit in the
-        winner's log as if the winner had meant it.
+        winner's log as if the winner had meant it. When ``store_samples`` names a factory the
+        batch fences hold across store objects, as the single appends' do (a batch takes a
+        path of its own in a store): of three objects on the same data, a batch at the length
+        an object last saw after another moved the log on is a ``RunConflict``, a batch
+        starting the run again a ``RunAlreadyExists``, a batch after another object's finish a
+        ``RunAlreadyFinished``.
         """
         batches = _require_batches(run_store)
         run_id = fresh_run_id()
@@ -164,6 +173,7 @@ class BatchPromises:
             [*records, *batch],
             "the batch at the right sequence",
         )
+        await across_objects(store_samples, batch_fence_across_objects)
 
     @bounded_settings(max_examples=10)
     @given(program=_BATCH_PROGRAMS)

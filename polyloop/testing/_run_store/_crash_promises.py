@@ -21,6 +21,7 @@ from polyloop.testing._run_store._durability import (
 from polyloop.testing._run_store._power import (
     INSTALL_HINT,
     PowerFindings,
+    StoreRefused,
     TracerUnavailable,
     missing_for_power_probe,
     power_findings,
@@ -142,6 +143,8 @@ async def _power_or_skip(suite: type[ContractBase], samples: object) -> PowerFin
             why=str(error),
             verify_yourself=f"{INSTALL_HINT}; or {_POWER_BY_HAND}",
         )
+    except StoreRefused as error:  # a verdict on the store, not a probe that could not run
+        pytest.fail(str(error), pytrace=False)
     except RuntimeError as error:
         pytest.fail(f"the power-loss probe could not run: {error}", pytrace=False)
     if findings.not_judged is not None:

@@ -37,7 +37,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from polyloop._base._exception_text import exception_text
 from polyloop._base._import_path import BadImportPath, load
+from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
 from polyloop.testing._shared._sample_records import finished, started
 from polyloop.types import Action, ActionIntent, ModelCallIntent, Record, RunStarted
 
@@ -66,6 +68,11 @@ Call = tuple[int, list[Record]]
 PowerCall = tuple[str, int, list[Record]]
 #: What the power-loss writer prints after each call returned: ``power-ack <round> <call>``.
 POWER_ACK = "power-ack"
+#: What it prints when the store refused one of its calls by an append rule, and exits:
+#: ``power-refused <round> <call> <ExcType: message>`` (a verdict, not a probe that failed).
+POWER_REFUSED = "power-refused"
+#: The append rules' refusals: raised by the writer's own calls, each at the right sequence.
+_REFUSALS = (RunConflict, RunAlreadyExists, RunAlreadyFinished)
 
 
 class FactoryError(Exception):
@@ -223,10 +230,15 @@ async def _power(factory: Callable[[Path], Any], directory: Path, run_ids: list[
                 _say(f"power-plan {int(batches)}")
                 rounds = power_rounds(run_ids, batches)
             for position, (run_id, sequence, records) in enumerate(rounds[number]):
-                if len(records) == 1:
-                    await store.append(run_id, records[0], sequence=sequence)
-                else:
-                    await store.append_many(run_id, records, sequence=sequence)
+                try:
+                    if len(records) == 1:
+                        await store.append(run_id, records[0], sequence=sequence)
+                    else:
+                        await store.append_many(run_id, records, sequence=sequence)
+                except _REFUSALS as error:
+                    text = " ".join(exception_text(error).split())
+                    _say(f"{POWER_REFUSED} {number} {position} {text}")
+                    raise SystemExit(3) from None
                 _say(f"{POWER_ACK} {number} {position}")
         finally:
             await close_store(store)

@@ -341,10 +341,11 @@ async def _append_next(
             f"{exception_text(error)}"
         )
         return
-    if tuple(after) != (*log, record):
+    found = mismatch((*log, record), tuple(after), "records")
+    if found is not None:
         findings.atomicity.append(
             f"{at}: after the next append at sequence {len(log)}, run {run_id} reads back "
-            f"{len(after)} records, not the {len(log) + 1} expected"
+            f"other than the {len(log) + 1} records it holds: {found}"
         )
 
 

@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 from polyloop._base._run_index import RunQuery, RunSummary, summarize_log
 from polyloop.ports import BatchRunStore, IndexedRunStore, RunStore
 from polyloop.testing._shared._sample_records import started
+from polyloop.testing._shared._shapes import mismatch
 from polyloop.testing._shared._skips import not_applicable
 from polyloop.types import (
     Action,
@@ -152,6 +153,7 @@ def row_problems(row: RunSummary | None, log: RunLog, run_id: str, when: str) ->
     for name in _FIELDS:
         got: Any = getattr(row, name)
         want: Any = getattr(expected, name)
-        if got != want or type(got) is not type(want):
-            problems.append(f"{when}: {name} is {got!r}, its log says {want!r}")
+        found = mismatch(want, got, name)  # type by type, inside usage and labels too
+        if found is not None:
+            problems.append(f"{when}: {name} is {got!r}, its log says {want!r} ({found})")
     return problems

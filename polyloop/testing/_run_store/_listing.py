@@ -26,7 +26,7 @@ from polyloop.testing._run_store._store_objects import (
     listing_across_objects,
 )
 from polyloop.testing._shared._sample_records import started as _started
-from polyloop.testing._shared._shapes import short
+from polyloop.testing._shared._shapes import mismatch, short
 from polyloop.types import (
     RunStarted,
 )
@@ -101,15 +101,19 @@ class IndexAndListing:
         narrow = RunQuery(
             batch=start.batch, labels=start.labels, stop_reasons=(finish.stop_reason.value,)
         )
-        for query, found in ((by_batch, "its batch"), (narrow, "batch, labels, stop reason")):
+        for query, by in ((by_batch, "its batch"), (narrow, "batch, labels, stop reason")):
             problems += row_problems(
-                await the_row(index, run_id, query), log, run_id, f"found by {found}"
+                await the_row(index, run_id, query), log, run_id, f"found by {by}"
             )
         stats = await index.run_stats(by_batch)
         row = await the_row(index, run_id, by_batch)
         tally = (stats.runs, stats.running, stats.stop_reasons)
-        if tally != (1, 0, {finish.stop_reason.value: 1}):
-            problems.append(f"run_stats of its batch: (runs, running, stop_reasons) = {tally}")
-        if row is not None and stats.usage != row.usage:
-            problems.append(f"run_stats usage {stats.usage!r}, its row's {row.usage!r}")
+        found = mismatch((1, 0, {finish.stop_reason.value: 1}), tally, "tally")
+        if found is not None:
+            problems.append(
+                f"run_stats of its batch: (runs, running, stop_reasons) = {tally} ({found})"
+            )
+        found = None if row is None else mismatch(row.usage, stats.usage, "usage")
+        if row is not None and found is not None:
+            problems.append(f"run_stats usage {stats.usage!r}, its row's {row.usage!r} ({found})")
         assert not problems, "\n".join(problems)

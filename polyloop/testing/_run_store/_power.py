@@ -32,6 +32,7 @@ from polyloop.errors import RunAlreadyFinished
 from polyloop.testing._run_store import _crash_writer
 from polyloop.testing._run_store._crash_writer import (
     POWER_ACK,
+    POWER_REFUSED,
     close_store,
     load_factory,
     open_store,
@@ -77,6 +78,33 @@ class TracerUnavailable(RuntimeError):
     """``strace`` is installed but cannot trace here (``ptrace`` refused, say); says why."""
 
 
+class StoreRefused(RuntimeError):
+    """The store refused one of the traced writer's own calls by an append rule: a verdict on
+    the store (every call is at the right sequence of a log the writer built), not a probe that
+    could not run. The text names the call and what it raised."""
+
+
+def _refused(lines: list[str], run_ids: list[str]) -> StoreRefused | None:
+    """The writer's ``power-refused`` line, if it printed one, as the verdict it is."""
+    said = next((line for line in lines if line.startswith(POWER_REFUSED + " ")), None)
+    if said is None:
+        return None
+    _, number, position, raised = said.split(" ", 3)
+    run_id, sequence, records = power_rounds(run_ids, "power-plan 1" in lines)[int(number)][
+        int(position)
+    ]
+    call = "append" if len(records) == 1 else "append_many"
+    size = f"{records[0].kind}" if len(records) == 1 else f"{len(records)} records"
+    return StoreRefused(
+        f"the store refused its own {call}(run {run_id}, {size}, sequence={sequence}) in round "
+        f"{number} (call {position} of that round), raising {raised}: the power-loss probe's "
+        "writer makes every call at the right sequence of a log it built itself, through store "
+        "objects opened one after another on the same directory, before any crash state is "
+        "replayed — the store does not take its own next record (does it read back what it "
+        "wrote, after a reopen, after a batch?)"
+    )
+
+
 @dataclass
 class PowerFindings:
     """What the probe found: violations, or why it could not judge; and what it did."""
@@ -112,9 +140,11 @@ def missing_for_power_probe() -> str | None:
 async def trace_writer(factory: str, directory: Path, trace: Path, run_ids: list[str]) -> bool:
     """Run the power-loss writer under ``strace`` until it is done; whether it used batches.
 
-    Raises :class:`RuntimeError` when it failed (the store raised, or ``strace`` could not
-    trace: the text says which). The writer and ``strace`` are one process group, killed as one
-    on a timeout or a cancellation (an interrupted test), so nothing is left running.
+    Raises :class:`StoreRefused` when the store refused one of the writer's own calls by an
+    append rule (a verdict), :class:`RuntimeError` when it failed otherwise (the store raised,
+    or ``strace`` could not trace: the text says which). The writer and ``strace`` are one
+    process group, killed as one on a timeout or a cancellation (an interrupted test), so
+    nothing is left running.
     """
     command = [
         shutil.which("strace") or "strace",
@@ -145,6 +175,9 @@ async def trace_writer(factory: str, directory: Path, trace: Path, run_ids: list
                 os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
     lines = out.decode("utf-8", "replace").splitlines()
+    refused = _refused(lines, run_ids)
+    if refused is not None:
+        raise refused
     if process.returncode != 0 or "done" not in lines:
         said = err.decode("utf-8", "replace").strip().splitlines()
         tracer = [line for line in said if line.startswith("strace: ")]
@@ -373,8 +406,9 @@ async def _append_rules(store: Any, run_id: str, log: tuple[Record, ...]) -> lis
         after = tuple((await store.read_log(run_id)).records)
     except Exception as error:
         return [f"run {run_id}: read_log after the next append raised {exception_text(error)}"]
-    if after != (*log, record):
-        return [f"run {run_id}: after the next append it reads back {len(after)} records"]
+    found = mismatch((*log, record), after, "records")
+    if found is not None:
+        return [f"run {run_id}: after the next append it reads back other records: {found}"]
     return []
 
 

@@ -48,6 +48,7 @@ from polyloop.types import (
 __all__ = [
     "across_objects",
     "across_processes",
+    "batch_fence_across_objects",
     "exclusive_start_across_objects",
     "fence_across_objects",
     "finish_across_objects",
@@ -105,16 +106,22 @@ async def _expect(
     objects: Sequence[Any],
     which: int,
     run_id: str,
-    record: Record,
+    record: Record | list[Record],
     sequence: int,
     error: type[Exception] | None,
     story: str,
 ) -> None:
-    """Append through object ``which``; fail unless it raises ``error`` (``None``: accepted)."""
+    """Append through object ``which`` — ``append`` for a record, ``append_many`` for a list —
+    and fail unless it raises ``error`` (``None``: accepted)."""
     name = _NAMES[which]
-    call = f"the {name} store object's append({record.kind}, sequence={sequence})"
     try:
-        await objects[which].append(run_id, record, sequence=sequence)
+        if isinstance(record, list):
+            kinds = ", ".join(r.kind for r in record)
+            call = f"the {name} store object's append_many([{kinds}], sequence={sequence})"
+            await objects[which].append_many(run_id, list(record), sequence=sequence)
+        else:
+            call = f"the {name} store object's append({record.kind}, sequence={sequence})"
+            await objects[which].append(run_id, record, sequence=sequence)
     except Exception as raised:
         if error is None or not isinstance(raised, error):
             wanted = "to be accepted" if error is None else f"to raise {error.__name__}"
@@ -164,6 +171,38 @@ async def fence_across_objects(objects: Sequence[Any]) -> None:
     records.append(stale)
     await _expect(objects, 1, run_id, stale, 2, RunConflict, "the third object had appended at 2")
     await _all_read(objects, run_id, records)
+
+
+async def batch_fence_across_objects(objects: Sequence[Any]) -> None:
+    """The fences of ``append_many`` across objects: a batch is a path of its own in a store
+    (one transaction, one write), and a store may check it against what the object cached.
+
+    Each object sends a batch at the length it last saw after another object moved the log on
+    (``RunConflict``), a batch starting the run again (``RunAlreadyExists``) and, once another
+    object finished the run, a batch after the finish (``RunAlreadyFinished``)."""
+    (run_id,) = fresh_run_ids(1)
+    await _read_everywhere(objects, run_id)
+    first: list[Record] = [_started(run_id), ModelCallIntent(step_index=0, prompt_chars=3)]
+    await _expect(objects, 0, run_id, first, 0, None, "the log was empty")
+    await _read_everywhere(objects, run_id)
+    step: list[Record] = [
+        ModelCallIntent(step_index=0, prompt_chars=4),
+        ActionIntent(step_index=0, action=Action(text="an action that must not run twice")),
+    ]
+    await _expect(objects, 1, run_id, step, 2, None, "the log held 2 records")
+    story = "the second object had appended a batch at 2"
+    await _expect(objects, 0, run_id, step, 2, RunConflict, story)
+    await _expect(objects, 2, run_id, step, 4, None, "the log held 4 records")
+    story = "the third object had appended a batch at 4"
+    await _expect(objects, 1, run_id, step, 4, RunConflict, story)
+    story = "the first object had started this run"
+    await _expect(objects, 1, run_id, first, 6, RunAlreadyExists, story)
+    end: list[Record] = [ModelCallIntent(step_index=1, prompt_chars=5), _finished()]
+    await _expect(objects, 0, run_id, end, 6, None, "the log held 6 records")
+    story = "the first object had finished this run"
+    await _expect(objects, 2, run_id, step, 8, RunAlreadyFinished, story)
+    await _expect(objects, 1, run_id, end, 8, RunAlreadyFinished, story)
+    await _all_read(objects, run_id, [*first, *step, *step, *end])
 
 
 async def exclusive_start_across_objects(objects: Sequence[Any]) -> None:

@@ -178,18 +178,56 @@ def run_log_problems(value: object, where: str = "read_log(...)") -> list[str]:
     return []
 
 
+def typed(value: object) -> str:
+    """A value as a mismatch names it: its exact type, then its ``repr`` (``int 42``)."""
+    return f"{type(value).__name__} {short(value)}"
+
+
+def _text_difference(expected: str, actual: str) -> str:
+    """Where two texts first differ, code point by code point (``é`` is one code point or two)."""
+    index = next(
+        (i for i, (e, a) in enumerate(zip(expected, actual, strict=False)) if e != a),
+        min(len(expected), len(actual)),
+    )
+
+    def point(text: str) -> str:
+        return f"U+{ord(text[index]):04X}" if index < len(text) else "the end"
+
+    return f" (first difference at code point {index}: {point(expected)} vs {point(actual)})"
+
+
+def _keys(mapping: Mapping[Any, Any]) -> list[tuple[str, object]]:
+    return [(type(key).__name__, key) for key in mapping]
+
+
+def _mapping_mismatch(
+    expected: Mapping[Any, Any], actual: Mapping[Any, Any], where: str
+) -> str | None:
+    """Keys compared by type and value (``{1: x}`` is not ``{True: x}``), then each value."""
+    want, got = _keys(expected), _keys(actual)
+    if sorted(want, key=repr) != sorted(got, key=repr):
+        return (
+            f"{where}: expected keys [{', '.join(typed(k) for k in expected)}], "
+            f"got keys [{', '.join(typed(k) for k in actual)}]"
+        )
+    for key in expected:
+        found = mismatch(expected[key], actual[key], f"{where}[{key!r}]")
+        if found:
+            return found
+    return None
+
+
 def mismatch(expected: object, actual: object, where: str) -> str | None:
     """The first place where ``actual`` differs from ``expected`` in value *or exact type*.
 
-    Equality alone is not enough: ``StopReason.X == "x"`` and ``True == 1`` hold, so a store that
-    hands back a plain string or an int would pass an ``==`` check and break a caller's
-    ``is``/``match``. Walks dataclasses, mappings and sequences.
+    Equality alone is not enough: ``StopReason.X == "x"``, ``True == 1`` and ``42 == 42.0``
+    hold, so a store that hands back a plain string, an int or a float would pass an ``==``
+    check and break a caller's ``is``/``match`` or its JSON. Walks dataclasses, mappings (keys
+    by type and value) and sequences (in order); texts compare code point by code point. The
+    message names the field and both values with their types.
     """
     if type(expected) is not type(actual):
-        return (
-            f"{where}: expected {type(expected).__name__} {short(expected)}, "
-            f"got {type(actual).__name__} {short(actual)}"
-        )
+        return f"{where}: expected {typed(expected)}, got {typed(actual)}"
     if dataclasses.is_dataclass(expected) and not isinstance(expected, type):
         for f in dataclasses.fields(expected):
             got = getattr(actual, f.name, _MISSING)
@@ -201,13 +239,7 @@ def mismatch(expected: object, actual: object, where: str) -> str | None:
         return None
     if isinstance(expected, Mapping):
         assert isinstance(actual, Mapping)
-        if list(expected) != list(actual) and set(expected) != set(actual):
-            return f"{where}: keys {sorted(map(str, expected))} != {sorted(map(str, actual))}"
-        for key in expected:
-            found = mismatch(expected[key], actual[key], f"{where}[{key!r}]")
-            if found:
-                return found
-        return None
+        return _mapping_mismatch(expected, actual, where)
     if isinstance(expected, list | tuple):
         assert isinstance(actual, list | tuple)
         if len(expected) != len(actual):
@@ -220,5 +252,40 @@ def mismatch(expected: object, actual: object, where: str) -> str | None:
     if isinstance(expected, enum.Enum):
         return None if expected is actual else f"{where}: expected {expected!r}, got {actual!r}"
     if expected != actual and not (expected != expected and actual != actual):  # NaN == NaN here
-        return f"{where}: expected {short(expected)}, got {short(actual)}"
+        said = f"{where}: expected {typed(expected)}, got {typed(actual)}"
+        if isinstance(expected, str) and isinstance(actual, str):
+            said += _text_difference(expected, actual)
+        return said
     return None
+
+
+#: How long a text inside a drawn value may be where a falsifying example prints it.
+_BRIEF_TEXT = 200
+
+
+def brief(value: object) -> str:
+    """``repr`` of a record, an event or a container of them with every long text cut (saying
+    how long it was): the falsifying example of a property over 1 MiB texts stays readable."""
+    if isinstance(value, str):
+        return shown(value, _BRIEF_TEXT)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = ", ".join(
+            f"{f.name}={brief(getattr(value, f.name, None))}" for f in dataclasses.fields(value)
+        )
+        return f"{type(value).__name__}({fields})"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{brief(k)}: {brief(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        inner = ", ".join(brief(item) for item in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' * (len(value) == 1)})"
+    return repr(value)
+
+
+class Drawn(tuple):  # type: ignore[type-arg]
+    """A drawn tuple of records or events that Hypothesis prints with :func:`brief`: whole, it
+    printed megabytes and made Hypothesis warn ("Generating overly large repr") on a failure."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return brief(tuple(self))
