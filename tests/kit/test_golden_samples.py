@@ -100,8 +100,40 @@ def test_two_decisions_accept_the_first_or_invalid_and_name_the_second() -> None
     case = next(c for c in two_decisions(((reply, action),)) if c.label.startswith("golden"))
     assert judge(lambda r: action, case) is None
     assert judge(lambda r: InvalidDecision(feedback="no"), case) is None
-    second = Action(text="other", tool_name="do", tool_args={"a": "other"})
-    assert "never the second or a blend" in (judge(lambda r: second, case) or "")
+    second = Action(text="a", tool_name="do", tool_args={"a": "a"})  # "value" → fill(1)
+    assert case.reply.text == "do value\ndo a"
+    problem = judge(lambda r: second, case) or ""
+    assert "it is the second decision" in problem, problem
+    assert "its text and tool_args are the second's; its tool_name is the same in both" in (
+        problem
+    ), problem
+
+
+def test_two_decisions_name_each_field_that_differs_and_how() -> None:
+    # Issue 37: an Action whose text is the whole reply, with the first call's tool and
+    # arguments, was told it took "the second or a blend".
+    reply = ModelReply(text="do value")
+    action = Action(text="value", tool_name="do", tool_args={"a": "value"})
+    case = next(c for c in two_decisions(((reply, action),)) if c.label.startswith("golden"))
+    whole = Action(text=case.reply.text, tool_name="do", tool_args={"a": "value"})
+    problem = judge(lambda r: whole, case) or ""
+    assert "blend" not in problem, problem
+    assert "second" not in problem.split(":", 1)[1], problem
+    assert "its text is neither decision's: its tool_args is the first's; its tool_name is " in (
+        problem
+    ), problem
+    assert f"text differs: str {case.reply.text!r} (the whole reply)" in problem, problem
+    assert "where the first has str 'value'" in problem, problem
+    blend = Action(text="value", tool_name="do", tool_args={"a": case.reply.text[-1:] * 2})
+    problem = judge(lambda r: blend, case) or ""
+    assert "tool_args differs: dict" in problem, problem
+    assert "is neither decision's" in problem, problem
+    other = case.reply.text.split("\n")[-1].removeprefix("do ")
+    mixed = Action(text="value", tool_name="do", tool_args={"a": other})
+    problem = judge(lambda r: mixed, case) or ""
+    assert "a blend of the two: its tool_args is the second's; its text is the first's" in (
+        problem
+    ), problem
 
 
 def test_judge_matches_invalid_by_branch_and_demands_feedback() -> None:

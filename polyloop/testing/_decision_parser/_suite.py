@@ -447,7 +447,9 @@ class DecisionParserContract(ContractBase):
         variation of ``golden_variations`` (whitespace, prose before and after, argument text)
         at 0, 1 and just under, at and over 64, 100, 128, 256, 1 000, 1 024, 4 096, 16 384 and
         65 536 characters, and — with ``argument_text`` — replies holding two actions (the
-        first or an ``InvalidDecision``, never the second or a blend), all parsed on one object:
+        first or an ``InvalidDecision``, never the second or a blend — a failure names each
+        field that differs from the first, both values with their types, and whose each field
+        is), all parsed on one object:
         each back to back twelve times, interleaved in drawn orders, after a reply it could not
         parse and after one it could. An expected ``InvalidDecision`` is matched by branch.
         """
