@@ -3,6 +3,8 @@ hold at their edges."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from polyloop.testing._decision_parser._golden import (
     judge,
     two_decisions,
 )
+from polyloop.testing._model_client._failures import golden_problems
 
 _BASE: dict[str, Any] = {
     "action_reply": ModelReply(text="a"),
@@ -170,3 +173,24 @@ def test_golden_responses_refuse_anything_but_body_reply_pairs(
             failure_bound_s=1.0,
             golden_responses=responses,  # type: ignore[arg-type]
         )
+
+
+class _RefusesEveryBody:
+    """A client that raises on every response it is served."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def complete(self, messages: Sequence[Message]) -> ModelReply:
+        raise ValueError("unexpected body")
+
+
+def test_a_golden_response_the_client_raised_on_names_its_place_once() -> None:
+    # Issue 37: "golden_responses[0] (call 1 on this client): golden_responses[0] (call 1 on
+    # this client): complete() raised …" — the place was written twice.
+    golden = [({"id": "r1", "choices": []}, ModelReply(text="x"))]
+    messages = [Message(role="user", content="hi")]
+    problems = asyncio.run(golden_problems(_RefusesEveryBody, 5.0, messages, golden))
+    assert problems == [
+        "golden_responses[0] (call 1 on this client): complete() raised ValueError: unexpected body"
+    ]
