@@ -24,7 +24,7 @@ from polyloop.testing._shared._cancel import assert_cancellation_propagates
 from polyloop.testing._shared._raised import raised_by_the_implementation
 from polyloop.testing._shared._samples import ModelSamples
 from polyloop.testing._shared._shapes import SHORT, model_reply_problems, short
-from polyloop.testing._shared._skips import unverifiable
+from polyloop.testing._shared._skips import not_applicable, unverifiable
 from polyloop.types import Message
 
 __all__ = ["ModelClientContract"]
@@ -183,8 +183,22 @@ class ModelClientContract(ContractBase):
         (JSON body, ``ModelReply``) pairs: the kit serves each body (HTTP 200) to a client the
         factory builds, each on a client of its own, then all of them in turn, twice, on one
         client; every reply must equal the stated one field for field and type for type.
+        ``not_applicable`` with ``ModelSamples(no_wire_format=True)``: a client that reads no
+        response body (a scripted model) has no wire format to read.
         """
         samples = require_samples(model_samples, ModelSamples, "model_samples")
+        if samples.no_wire_format:
+            not_applicable(
+                promise="each golden response body gives exactly the reply stated for it",
+                why=(
+                    "ModelSamples(no_wire_format=True) declares that this client reads no "
+                    "response body: there is no wire format to read wrongly"
+                ),
+                verify_yourself=(
+                    "check that the replies it returns are the ones it was given (its own "
+                    "tests); a client that reads a response body gives golden_responses instead"
+                ),
+            )
         if not samples.golden_responses or samples.failing_client_factory is None:
             unverifiable(
                 promise="each golden response body gives exactly the reply stated for it",

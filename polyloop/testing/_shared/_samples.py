@@ -302,13 +302,16 @@ class ModelSamples:
     Optional, to have ``reads_golden_responses`` checked (needs the factory):
     ``golden_responses`` — ``(body, reply)`` pairs: the JSON body of a chat completion the kit
     serves (HTTP 200, ``application/json``) and the ``ModelReply`` your client must return for
-    it, equal field for field and type for type.
+    it, equal field for field and type for type. ``no_wire_format=True`` instead declares that
+    your client reads no response body at all (a scripted or in-process model): that promise is
+    then ``not_applicable``.
     """
 
     messages: Sequence[Message]
     failing_client_factory: Callable[[str], Any] | None = None
     failure_bound_s: float | None = None
     golden_responses: Sequence[tuple[Mapping[str, Any], ModelReply]] = ()
+    no_wire_format: bool = False
 
     def __post_init__(self) -> None:
         messages: object = self.messages
@@ -328,6 +331,13 @@ class ModelSamples:
             raise ValueError(
                 "ModelSamples.golden_responses are served to a client the kit builds: give "
                 "failing_client_factory and failure_bound_s too"
+            )
+        if not isinstance(self.no_wire_format, bool):
+            raise TypeError("ModelSamples.no_wire_format must be a bool")
+        if self.no_wire_format and self.golden_responses:
+            raise ValueError(
+                "ModelSamples: give golden_responses (the bodies your client reads) or "
+                "no_wire_format=True (it reads none), not both"
             )
 
 
