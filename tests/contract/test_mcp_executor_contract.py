@@ -26,7 +26,7 @@ import pytest_asyncio
 
 from polyloop import Action
 from polyloop.executors import MCPExecutor
-from polyloop.testing import ActionExecutorContract, ActionSamples
+from polyloop.testing import ActionExecutorContract, ActionSamples, ContractSkip
 from tests.conftest import mcp_stdio_command, require_mcp
 from tests.integration.mcp_control import Server
 
@@ -113,6 +113,8 @@ def _samples(control: _Control, refused: Action, *more_refused: Action) -> Actio
         restore_environment=control.up,
         echo=lambda text: _call("echo", text=text),
         truncates_at=_CAP,
+        # the server's keep_reporting tool reports the marker until the call is cancelled
+        keeps_printing=lambda marker: _call("keep_reporting", marker=marker),
     )
 
 
@@ -155,3 +157,22 @@ class TestMCPExecutorOverHttpContract(ActionExecutorContract):
     def action_samples(self, control: _Control) -> ActionSamples:
         # b lies in [-1000, 1000] in the published schema: the call must not be sent
         return _samples(control, _call("add", a=1, b=5000), _call("delete", key="pi"))
+
+
+async def _judged_leak(executor: MCPExecutor, transport: str) -> None:
+    samples = _samples(_Control(), _call("delete", key="pi"))
+    try:
+        await ActionExecutorContract().test_cancelled_action_does_not_leak(executor, samples)
+    except ContractSkip as skip:
+        pytest.fail(f"over {transport}, cancelled_action_does_not_leak was not judged: {skip}")
+
+
+# Issue 37: the samples gave no long action, so the promise was unverifiable on both transports.
+@pytest.mark.asyncio
+async def test_a_cancelled_long_call_is_judged_over_stdio(stdio_executor: MCPExecutor) -> None:
+    await _judged_leak(stdio_executor, "stdio")
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_long_call_is_judged_over_http(http_executor: MCPExecutor) -> None:
+    await _judged_leak(http_executor, "HTTP")

@@ -8,6 +8,19 @@ from polyloop.models import ScriptedModel
 from polyloop.testing import ModelClientContract, ModelSamples
 from polyloop.types import Message
 
+SCRIPTED_SAMPLES = ModelSamples(
+    messages=[
+        Message(role="system", content="You are a careful agent."),
+        Message(role="user", content="List the files."),
+    ],
+    # A scripted model never reaches the endpoint; its failure is a script that has run out of
+    # replies, which must raise, not answer.
+    failing_client_factory=lambda base_url: ScriptedModel([]),
+    failure_bound_s=1.0,
+    # It reads no response body at all: its replies are the script's strings.
+    no_wire_format=True,
+)
+
 
 class TestScriptedModelContract(ModelClientContract):
     @pytest.fixture
@@ -17,13 +30,4 @@ class TestScriptedModelContract(ModelClientContract):
 
     @pytest.fixture
     def model_samples(self) -> ModelSamples:
-        return ModelSamples(
-            messages=[
-                Message(role="system", content="You are a careful agent."),
-                Message(role="user", content="List the files."),
-            ],
-            # A scripted model never reaches the endpoint; its failure is a script that has run
-            # out of replies, which must raise, not answer.
-            failing_client_factory=lambda base_url: ScriptedModel([]),
-            failure_bound_s=1.0,
-        )
+        return SCRIPTED_SAMPLES

@@ -10,7 +10,8 @@ defaults, enums, nested models, ``Field`` bounds. Some tools exist to break thin
 ``fail`` reports a tool error (``isError``), ``nap`` sleeps past a read timeout, ``crash`` kills
 the server process in the middle of a call, ``echo`` answers its text unchanged,
 ``remember`` leaves a side effect the resume test
-counts, ``count`` reports progress, ``grow`` adds a tool and says the tool list changed,
+counts, ``count`` reports progress, ``keep_reporting`` reports a marker until the call is
+cancelled (the kit's long action), ``grow`` adds a tool and says the tool list changed,
 ``revoke`` makes the server refuse the token it accepted so far.
 """
 
@@ -183,6 +184,25 @@ async def count(to: Annotated[int, Field(ge=0, le=50)], ctx: Context) -> str:
     for done in range(1, to + 1):
         await ctx.report_progress(done, to, f"counted {done}")
     return f"counted to {to}"
+
+
+#: How long ``keep_reporting`` runs when nobody cancels it: past the kit's cancel (0.3 s) and
+#: its watch (1 s), short enough that a call whose cancel never reached the server ends.
+KEEP_REPORTING_S = 5.0
+
+
+@server.tool()
+async def keep_reporting(marker: str, ctx: Context) -> str:
+    """Report ``marker`` as progress every 10 ms until the call is cancelled (at most
+    ``KEEP_REPORTING_S``), then answer it: a long action to cancel mid-way."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + KEEP_REPORTING_S
+    reported = 0
+    while loop.time() < deadline:
+        reported += 1
+        await ctx.report_progress(reported, None, marker)
+        await asyncio.sleep(0.01)
+    return f"{marker} (reported {reported} times)"
 
 
 @server.tool()

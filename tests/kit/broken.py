@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import re
 import urllib.parse
 from types import SimpleNamespace
 from typing import Any
@@ -179,6 +180,24 @@ class NondeterministicFeedback(ReferenceParser):
         if isinstance(decision, InvalidDecision):
             return InvalidDecision(feedback=f"{FEEDBACK} (attempt {self.calls})")
         return decision
+
+
+# The thought a model may write before its command, read with llama-index's ReAct pattern: the
+# optional prefix lets the lazy group start at every position, so a reply holding no command
+# (a reply cut at max_tokens) is scanned from each one — quadratic in its length.
+_THOUGHT = re.compile(r"(?:\s*Thought: (.*?)|(?:\s*Thought: )?(.*?))\s*(?:ACT|FINAL) ", re.DOTALL)
+
+
+class ReadsTheThoughtWithARegex(ReferenceParser):
+    """Keeps the model's thought for its trace; decides like the reference."""
+
+    def __init__(self) -> None:
+        self.thought: str | None = None
+
+    def parse(self, reply: ModelReply) -> Action | FinalAnswer | InvalidDecision:
+        found = _THOUGHT.search(reply.text)
+        self.thought = (found.group(1) or found.group(2)) if found else None
+        return super().parse(reply)
 
 
 class DuckTypedAction(ReferenceParser):

@@ -7,10 +7,13 @@ and 4 099 characters, rising, and every one of them kept every promise.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+from typing import Any
 
+from polyloop.testing import ActionSamples
 from polyloop.types import ActionOutcome, ActionStatus
-from tests.kit.broken_executors import SAMPLES, ToolboxExecutor, _outcome
+from tests.kit.broken_executors import SAMPLES, ToolboxExecutor, ToolSession, _outcome
 
 #: The samples of the executors below: every opt-in of broken_executors.SAMPLES but the cap.
 AXES_SAMPLES = dataclasses.replace(SAMPLES, truncates_at=None)
@@ -84,3 +87,47 @@ class ReusesItsBufferUpToTheLength(ReusesItsOutputBuffer):
             self._buffer.extend(bytes(len(data) - len(self._buffer)))
         self._buffer[: len(data)] = data
         return _outcome(ActionStatus.EXECUTED, self._buffer[: len(data)].decode("utf-8"))
+
+
+# --------------------------------------------------------------------------- issue 37: parity
+
+
+#: Samples with no opt-in that makes more than one call of a kind: one failing, one clean and one
+#: refused action. A refused one never reaches a sandbox, so a round of the status probe's fixed
+#: order sent two actions to the sandboxes, and each sample always met the same one.
+PARITY_SAMPLES = ActionSamples(
+    executes_cleanly=SAMPLES.executes_cleanly,
+    executes_but_errors=SAMPLES.executes_but_errors,
+    refused=SAMPLES.refused,
+)
+
+
+class RoundRobinSandboxes(ToolboxExecutor):
+    """The twin: hands the actions that pass its checks to two sandboxes in turn; both serve."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.turn = 0
+
+    async def run(self, session: ToolSession, name: str, args: dict[str, Any]) -> ActionOutcome:
+        self.turn += 1
+        return await self.in_sandbox(self.turn % 2, session, name, args)
+
+    async def in_sandbox(
+        self, sandbox: int, session: ToolSession, name: str, args: dict[str, Any]
+    ) -> ActionOutcome:
+        return await super().run(session, name, args)
+
+
+class RoundRobinOverALostSandbox(RoundRobinSandboxes):
+    """The second sandbox lost its connection and nobody noticed: every second action that
+    reaches a sandbox comes back env_error, whatever the action — its status flips call by call."""
+
+    async def in_sandbox(
+        self, sandbox: int, session: ToolSession, name: str, args: dict[str, Any]
+    ) -> ActionOutcome:
+        if sandbox == 0:
+            self.release(session)
+            await asyncio.sleep(0.001)  # the connection attempt that fails
+            return _outcome(ActionStatus.ENV_ERROR, "sandbox 2: tool server unreachable")
+        return await super().in_sandbox(sandbox, session, name, args)

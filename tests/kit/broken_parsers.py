@@ -259,6 +259,9 @@ class PrintsWhileParsing(PicksTheFirstDistinct):
 # --------------------------------------------------------------------------- issue 30
 
 
+_MOST_WORDS = 4  # ACT, the program, -l and -a
+
+
 class ReadsOptionsWithArgparse(ReferenceParser):
     """Reads the command's options with ``argparse``, which calls ``sys.exit(2)`` on arguments
     it does not expect (a second call in the same reply): ``SystemExit`` escapes ``parse()``."""
@@ -283,9 +286,13 @@ class ReadsOptionsWithArgparse(ReferenceParser):
 
 
 class ReadsOptionsWithArgparseSafely(ReadsOptionsWithArgparse):
-    """The correct twin: argparse's exit is turned into feedback."""
+    """The correct twin: argparse's exit is turned into feedback, and a command of more words
+    than one call can have is refused before argparse reads it (argparse's time is quadratic in
+    the words: a reply holding a thousand calls would block the event loop for a second)."""
 
     def parse(self, reply: ModelReply) -> ParsedReply:
+        if len(reply.text.split(maxsplit=_MOST_WORDS)) > _MOST_WORDS:
+            return InvalidDecision(feedback=f"{FEEDBACK} One call, options -l and -a only.")
         try:
             return super().parse(reply)
         except SystemExit:

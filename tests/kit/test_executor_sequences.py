@@ -276,3 +276,21 @@ def test_a_sample_wrong_before_any_break_is_blamed_on_its_own_promise_with_the_w
             got.longrepr
         )
         assert "…" not in got.longrepr
+
+
+def test_the_status_sequence_repeats_each_sample_back_to_back_then_draws_the_same_orders() -> None:
+    # Issue 37: one fixed interleaving sent each sample to the same parity of a call counter.
+    from polyloop.testing._action_executor._calls import SEQUENCE_ROUNDS, status_sequence
+
+    samples = broken_executors.SAMPLES
+    promise = "action_executor.repeated_execution_keeps_status"
+    sequence = status_sequence(samples, promise)
+    assert sequence == status_sequence(samples, promise)  # seeded by the promise: every run
+    names = [which for which, _ in sequence]
+    order = list(dict.fromkeys(names))
+    assert names[: 2 * len(order)] == [which for which in order for _ in range(2)]
+    rounds = [
+        names[2 * len(order) + i * len(order) :][: len(order)] for i in range(SEQUENCE_ROUNDS)
+    ]
+    assert all(sorted(one) == sorted(order) for one in rounds)
+    assert len({tuple(one) for one in rounds}) > 1  # drawn, not one fixed order

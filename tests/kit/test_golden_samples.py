@@ -3,6 +3,8 @@ hold at their edges."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from polyloop.testing._decision_parser._golden import (
     judge,
     two_decisions,
 )
+from polyloop.testing._model_client._failures import golden_problems
 
 _BASE: dict[str, Any] = {
     "action_reply": ModelReply(text="a"),
@@ -100,8 +103,40 @@ def test_two_decisions_accept_the_first_or_invalid_and_name_the_second() -> None
     case = next(c for c in two_decisions(((reply, action),)) if c.label.startswith("golden"))
     assert judge(lambda r: action, case) is None
     assert judge(lambda r: InvalidDecision(feedback="no"), case) is None
-    second = Action(text="other", tool_name="do", tool_args={"a": "other"})
-    assert "never the second or a blend" in (judge(lambda r: second, case) or "")
+    second = Action(text="a", tool_name="do", tool_args={"a": "a"})  # "value" → fill(1)
+    assert case.reply.text == "do value\ndo a"
+    problem = judge(lambda r: second, case) or ""
+    assert "it is the second decision" in problem, problem
+    assert "its text and tool_args are the second's; its tool_name is the same in both" in (
+        problem
+    ), problem
+
+
+def test_two_decisions_name_each_field_that_differs_and_how() -> None:
+    # Issue 37: an Action whose text is the whole reply, with the first call's tool and
+    # arguments, was told it took "the second or a blend".
+    reply = ModelReply(text="do value")
+    action = Action(text="value", tool_name="do", tool_args={"a": "value"})
+    case = next(c for c in two_decisions(((reply, action),)) if c.label.startswith("golden"))
+    whole = Action(text=case.reply.text, tool_name="do", tool_args={"a": "value"})
+    problem = judge(lambda r: whole, case) or ""
+    assert "blend" not in problem, problem
+    assert "second" not in problem.split(":", 1)[1], problem
+    assert "its text is neither decision's: its tool_args is the first's; its tool_name is " in (
+        problem
+    ), problem
+    assert f"text differs: str {case.reply.text!r} (the whole reply)" in problem, problem
+    assert "where the first has str 'value'" in problem, problem
+    blend = Action(text="value", tool_name="do", tool_args={"a": case.reply.text[-1:] * 2})
+    problem = judge(lambda r: blend, case) or ""
+    assert "tool_args differs: dict" in problem, problem
+    assert "is neither decision's" in problem, problem
+    other = case.reply.text.split("\n")[-1].removeprefix("do ")
+    mixed = Action(text="value", tool_name="do", tool_args={"a": other})
+    problem = judge(lambda r: mixed, case) or ""
+    assert "a blend of the two: its tool_args is the second's; its text is the first's" in (
+        problem
+    ), problem
 
 
 def test_judge_matches_invalid_by_branch_and_demands_feedback() -> None:
@@ -138,3 +173,24 @@ def test_golden_responses_refuse_anything_but_body_reply_pairs(
             failure_bound_s=1.0,
             golden_responses=responses,  # type: ignore[arg-type]
         )
+
+
+class _RefusesEveryBody:
+    """A client that raises on every response it is served."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def complete(self, messages: Sequence[Message]) -> ModelReply:
+        raise ValueError("unexpected body")
+
+
+def test_a_golden_response_the_client_raised_on_names_its_place_once() -> None:
+    # Issue 37: "golden_responses[0] (call 1 on this client): golden_responses[0] (call 1 on
+    # this client): complete() raised …" — the place was written twice.
+    golden = [({"id": "r1", "choices": []}, ModelReply(text="x"))]
+    messages = [Message(role="user", content="hi")]
+    problems = asyncio.run(golden_problems(_RefusesEveryBody, 5.0, messages, golden))
+    assert problems == [
+        "golden_responses[0] (call 1 on this client): complete() raised ValueError: unexpected body"
+    ]

@@ -53,6 +53,7 @@ SPEC_CATALOGUE = {
     "decision_parser.action_is_serialisable": "checked",
     "decision_parser.is_deterministic_across_processes": "checked",  # with its opt-in sample
     "decision_parser.parses_golden_samples": "checked",  # with its opt-in sample
+    "decision_parser.parse_time_is_linear": "checked",
     "model_client.returns_a_model_reply": "checked",
     "model_client.call_id_is_never_empty_string": "checked",
     "model_client.does_not_mutate_messages": "checked",

@@ -83,6 +83,12 @@ MATRIX: dict[str, SeamMatrix] = {
                 "action_is_serialisable",
             ),
             _b("NondeterministicFeedback", "is_deterministic"),
+            # quadratic: the promises that parse the kit's long replies point at the time promise
+            _b(
+                "ReadsTheThoughtWithARegex",
+                "parse_time_is_linear never_raises returns_one_of_three_branches "
+                "is_deterministic action_is_serialisable",
+            ),
             _b(
                 "DuckTypedAction",
                 "recognises_its_action_sample returns_one_of_three_branches action_is_serialisable",

@@ -26,7 +26,8 @@ class Twin:
     breaks: str | None = None  # the text parses_golden_samples fails with, or None if clean
 
 
-_SECOND = "must give the first .* or an InvalidDecision, never the second or a blend"
+_FIRST = "must give the first .* or an InvalidDecision; "
+_SECOND = _FIRST + "it is the second decision: its (text and )?tool_args (is|are) the second's"
 PAIRS: dict[str, tuple[tuple[Twin, Twin], ...]] = {
     "sequence": (
         (

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -73,7 +74,16 @@ INPUTS: tuple[tuple[Twin, Twin], ...] = (
         Twin("RefusesSecondCall", "RefusesSecondCall()"),
     ),
     (
-        _raising("ReadsOptionsWithArgparse", "ReadsOptionsWithArgparse()", "SystemExit: 2"),
+        # argparse is also quadratic in the words of a reply holding many calls (issue 37)
+        dataclasses.replace(
+            _raising("ReadsOptionsWithArgparse", "ReadsOptionsWithArgparse()", "SystemExit: 2"),
+            breaks={
+                **_raising("", "", "SystemExit: 2").breaks,
+                "parse_time_is_linear": (
+                    r"parse\(\) of a reply of parser_samples\.action_reply repeated took"
+                ),
+            },
+        ),
         Twin("ReadsOptionsWithArgparseSafely", "ReadsOptionsWithArgparseSafely()"),
     ),
     (

@@ -8,6 +8,7 @@ example.
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 import re
 from pathlib import Path
@@ -15,11 +16,14 @@ from typing import Any
 
 import pytest
 
-from polyloop import Action, Message
+from polyloop import Action, Message, ModelReply
 from polyloop.cli._import_path import BadImportPath, load
+from polyloop.models import ScriptedModel
 from polyloop.testing import (
     ActionSamples,
     ContractSkip,
+    GoldenRequest,
+    ModelClientContract,
     ModelSamples,
     StoreSamples,
     kept_by_polyloop,
@@ -109,6 +113,60 @@ def test_a_failing_client_factory_comes_with_a_finite_bound(
 ) -> None:
     with pytest.raises((TypeError, ValueError), match=error):
         ModelSamples(messages=MESSAGES, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"no_wire_format": 1}, "no_wire_format must be a bool"),
+        (
+            {
+                "no_wire_format": True,
+                "failing_client_factory": print,
+                "failure_bound_s": 1.0,
+                "golden_responses": [({"id": "x"}, ModelReply(text="x"))],
+            },
+            "not both",
+        ),
+        (
+            {
+                "no_wire_format": True,
+                "golden_requests": [
+                    GoldenRequest(messages=MESSAGES, body={"model": "m"}, client_factory=print)
+                ],
+            },
+            "golden_requests .*not both",
+        ),
+    ],
+)
+def test_no_wire_format_is_a_bool_and_excludes_golden_responses(
+    kwargs: dict[str, Any], error: str
+) -> None:
+    with pytest.raises((TypeError, ValueError), match=error):
+        ModelSamples(messages=MESSAGES, **kwargs)
+
+
+def test_scripted_model_declares_no_wire_format_and_golden_responses_do_not_apply() -> None:
+    # Issue 37: ScriptedModel reads no response body at all, yet reads_golden_responses was
+    # unverifiable for it, asking for golden bodies it could never read.
+    from tests.contract.test_scripted_model_contract import SCRIPTED_SAMPLES
+
+    promise = ModelClientContract.test_reads_golden_responses
+    client = ScriptedModel(["ACT ls"])
+    with pytest.raises(ContractSkip) as skip:
+        asyncio.run(promise(ModelClientContract(), client, SCRIPTED_SAMPLES))
+    assert skip.value.outcome == "not_applicable", str(skip.value)
+    assert "ModelSamples(no_wire_format=True)" in skip.value.why, skip.value.why
+
+
+def test_a_client_with_no_wire_format_sends_no_golden_requests_either() -> None:
+    from tests.contract.test_scripted_model_contract import SCRIPTED_SAMPLES
+
+    promise = ModelClientContract.test_sends_golden_requests
+    with pytest.raises(ContractSkip) as skip:
+        asyncio.run(promise(ModelClientContract(), ScriptedModel(["ACT ls"]), SCRIPTED_SAMPLES))
+    assert skip.value.outcome == "not_applicable", str(skip.value)
+    assert "sends no request" in skip.value.why, skip.value.why
 
 
 @pytest.mark.parametrize(

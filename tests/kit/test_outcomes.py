@@ -190,7 +190,7 @@ def test_suites_run_in_strict_mode_with_no_configuration_and_honour_loop_scope(
     )
     # Skipped: the store's three crash and power-loss promises (no StoreSamples), the parser's
     # cross-process promise (no factory in its samples) and its golden one (no golden samples).
-    result.assert_outcomes(passed=17 + 7, skipped=3 + 2)
+    result.assert_outcomes(passed=17 + 8, skipped=3 + 2)
     text = result.stdout.str()
     assert "not an async function" not in text
     assert "not natively supported" not in text

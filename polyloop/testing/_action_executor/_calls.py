@@ -4,6 +4,7 @@ the echo ladder and the checks of a cut observation."""
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
 
@@ -55,6 +56,7 @@ __all__ = [
     "require_action",
     "require_status",
     "shown_characters",
+    "status_sequence",
 ]
 
 
@@ -77,8 +79,9 @@ ENV_ERROR_BOUND_S = 60.0
 CALL_BOUND_S = 60.0
 
 
-# Rounds of the one-executor call sequence: a pool of up to this many sessions that leaks one
-# per failing call runs dry within the sequence.
+# Rounds of the one-executor call sequence, each in a drawn order, after every sample twice
+# back to back: a pool of up to this many sessions that leaks one per failing call runs dry
+# within the sequence.
 SEQUENCE_ROUNDS = 8
 
 
@@ -181,6 +184,20 @@ class RaisedInCall(pytest.fail.Exception):  # type: ignore[misc, name-defined]
 
     def __init__(self, where: str, error: BaseException) -> None:
         super().__init__(f"{where} raised {exception_text(error, limit=SHORT)}", pytrace=False)
+
+
+def status_sequence(samples: ActionSamples, promise: str) -> list[Named]:
+    """Every sample twice back to back, then :data:`SEQUENCE_ROUNDS` rounds of every sample,
+    each round in an order drawn from a generator seeded with ``promise`` (the same sequence
+    on every run). One fixed interleaving repeated sends each sample to the same parity of a
+    call counter whenever a round's length is even: a status that flips every second call
+    (two sandboxes in turn, one of them lost) looks constant per sample."""
+    order = [*failing(samples), ("executes_cleanly", samples.executes_cleanly), *refused(samples)]
+    draw = random.Random(promise)  # a str seed is hashed with SHA-512: stable across processes
+    sequence = [named for named in order for _ in range(2)]
+    for _ in range(SEQUENCE_ROUNDS):
+        sequence += draw.sample(order, len(order))
+    return sequence
 
 
 def history(calls: list[str]) -> str:

@@ -34,6 +34,7 @@ from polyloop.testing._action_executor._calls import (
     refused,
     require_action,
     require_status,
+    status_sequence,
 )
 from polyloop.testing._action_executor._cancel_leak import (
     CANCEL_AFTER_S,
@@ -175,28 +176,31 @@ class ActionExecutorContract(ContractBase):
         status. An executor whose status drifts on the second call ("already ran" → not
         executed, a cached failure → env error) makes a replayed step stop or continue for
         reasons that have nothing to do with the action. One executor runs a long sequence
-        that mixes every sample — the failing ones, the clean one and the refused ones — in
-        rounds, because what one call leaves behind shows only on a later one: a pooled
-        session or lock not given back on the failing path, a counter, a session left in a
-        bad state. Each call is bounded: a call that never returns is a violation too.
+        that mixes every sample — the failing ones, the clean one and the refused ones: each
+        twice back to back, then in rounds, each round in an order drawn from a seed fixed by
+        this promise (the same on every run) — because what one call leaves behind shows only
+        on a later one: a pooled session or lock not given back on the failing path, a
+        counter, a session left in a bad state, a status that flips every second call (one
+        fixed interleaving sends each sample to the same parity). Each call is bounded: a call
+        that never returns is a violation too.
         """
         require_seam(action_executor, "action_executor", "execute", SIGNATURE)
         samples = require_samples(action_samples, ActionSamples, "action_samples")
-        order = [*failing(samples), ("executes_cleanly", samples.executes_cleanly)]
-        order += refused(samples)
         first: dict[str, ActionStatus] = {}
         calls: list[str] = []
-        for _ in range(SEQUENCE_ROUNDS):
-            for which, action in order:
-                where = f"call {len(calls) + 1} on one executor, execute(action_samples.{which})"
-                outcome = await bounded_call(action_executor, action, where)
-                calls.append(f"{which} → {outcome.status.value}")
-                status = first.setdefault(which, outcome.status)
-                assert outcome.status is status, (
-                    f"{where} came back {outcome.status.value}, but {status.value} the first "
-                    f"time (observation {short(outcome.observation)}); the calls on this "
-                    f"executor: {history(calls)}"
-                )
+        for which, action in status_sequence(
+            samples, f"{self.seam}.repeated_execution_keeps_status"
+        ):
+            where = f"call {len(calls) + 1} on one executor, execute(action_samples.{which})"
+            outcome = await bounded_call(action_executor, action, where)
+            calls.append(f"{which} → {outcome.status.value}")
+            status = first.setdefault(which, outcome.status)
+            assert outcome.status is status, (
+                f"{where} came back {outcome.status.value}, but {status.value} the first "
+                f"time (observation {short(outcome.observation)}); the calls on this "
+                f"executor (each sample twice back to back, then {SEQUENCE_ROUNDS} rounds in "
+                f"orders drawn from a seed fixed by the promise): {history(calls)}"
+            )
 
     async def test_truncated_chars_is_non_negative(
         self, action_executor: ActionExecutor, action_samples: ActionSamples

@@ -62,6 +62,7 @@ class Case:
     reply: ModelReply
     expected: ParsedReply
     first_or_invalid: bool = False
+    second: ParsedReply | None = None  # in a reply holding two decisions: the one after
 
 
 def fill(size: int, which: int = 0) -> str:
@@ -184,14 +185,14 @@ def two_decisions(
         for slot in _slots(reply, expected):
             for size in sizes:
                 other_reply, _ = _substituted(reply, expected, slot, fill(size, 1))
+                _, other = _substituted(reply, expected, slot, fill(size, 1))
                 for sep in ("\n", "\n\n"):
                     text = reply.text + sep + other_reply.text
                     label = f"golden[{number}] then a second action ({size} characters differ)"
-                    found.append(Case(label, _with_text(reply, text), expected, True))
+                    found.append(Case(label, _with_text(reply, text), expected, True, other))
                     text = other_reply.text + sep + reply.text
-                    _, first = _substituted(reply, expected, slot, fill(size, 1))
                     label = f"a second action ({size} characters differ) then golden[{number}]"
-                    found.append(Case(label, _with_text(reply, text), first, True))
+                    found.append(Case(label, _with_text(reply, text), other, True, expected))
     return found
 
 
@@ -212,16 +213,60 @@ def judge(parse: Callable[[ModelReply], Any], case: Case) -> str | None:
     found = mismatch(case.expected, got, "decision")
     if found is None:
         return None
-    if case.first_or_invalid and "second action" in case.label:
+    if case.first_or_invalid and case.second is not None:
         return (
             f"{case.label} parsed to {short(got)}: a reply holding two decisions must give the "
-            f"first ({short(case.expected)}) or an InvalidDecision, never the second or a blend"
+            f"first ({short(case.expected)}) or an InvalidDecision; "
+            + _against_both(case, got, found)
         )
     if case.first_or_invalid:
         return (
             f"{case.label} parsed to {short(got)}, not {short(case.expected)} or an InvalidDecision"
         )
     return f"{case.label} parsed to {short(got)}, not {short(case.expected)} ({found})"
+
+
+_FIELDS = ("text", "tool_name", "tool_args")
+
+
+def _owned(fields: list[str], whose: str) -> list[str]:
+    """``["its text and tool_args are the second's"]``, or nothing for no fields."""
+    if not fields:
+        return []
+    names = ", ".join(fields[:-1]) + " and " + fields[-1] if len(fields) > 1 else fields[0]
+    return [f"its {names} {'are' if len(fields) > 1 else 'is'} {whose}"]
+
+
+def _against_both(case: Case, got: object, found: str) -> str:
+    """How ``got`` differs from the first decision of a two-decision reply, field by field: each
+    field that differs with both values and their types, and which fields are the first's, which
+    the second's — so a whole-reply text is not mistaken for taking the second."""
+    first, second = case.expected, case.second
+    if not (isinstance(got, Action) and isinstance(first, Action) and isinstance(second, Action)):
+        return found
+    owner: dict[str, list[str]] = {"both": [], "first": [], "second": [], "neither": []}
+    differ = []
+    for name in _FIELDS:
+        value, want = getattr(got, name), getattr(first, name)
+        as_first = mismatch(want, value, name) is None
+        as_second = mismatch(getattr(second, name), value, name) is None
+        whose = {(True, True): "both", (True, False): "first", (False, True): "second"}
+        owner[whose.get((as_first, as_second), "neither")].append(name)
+        if not as_first:
+            whole = " (the whole reply)" if value == case.reply.text else ""
+            differ.append(
+                f"{name} differs: {type(value).__name__} {short(value)}{whole} where the first "
+                f"has {type(want).__name__} {short(want)}"
+            )
+    if owner["neither"]:
+        verdict = _owned(owner["neither"], "neither decision's")[0]
+    elif owner["first"]:
+        verdict = "it is a blend of the two"
+    else:
+        verdict = "it is the second decision"
+    owners = [*_owned(owner["second"], "the second's"), *_owned(owner["first"], "the first's")]
+    owners += _owned(owner["both"], "the same in both")
+    return f"{verdict}: {'; '.join([*owners, *differ])}"
 
 
 _BACK_TO_BACK = 12

@@ -12,14 +12,14 @@ different hash seeds.
 from __future__ import annotations
 
 import re
-from typing import TypeVar
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from polyloop._base._exception_text import exception_text
 from polyloop.ports import DecisionParser
+from polyloop.testing._decision_parser._calls import Inputs as _Inputs
+from polyloop.testing._decision_parser._calls import parse_for_never_raises as _parse
 from polyloop.testing._decision_parser._children import (
     cross_process_problems,
     end_children,
@@ -31,6 +31,11 @@ from polyloop.testing._decision_parser._golden import (
     golden_settings,
     run_sequence,
 )
+from polyloop.testing._decision_parser._parse_time import (
+    generic_verdict,
+    measure,
+    sample_shapes,
+)
 from polyloop.testing._shared._base import (
     ContractBase,
     bounded_settings,
@@ -41,13 +46,10 @@ from polyloop.testing._shared._base import (
 from polyloop.testing._shared._draw_replies import replies_around, wild_model_replies
 from polyloop.testing._shared._draw_texts import LINE_ENDINGS, NASTY_TEXTS
 from polyloop.testing._shared._draw_values import model_replies
-from polyloop.testing._shared._raised import raised_by_the_implementation
 from polyloop.testing._shared._samples import ParserSamples
 from polyloop.testing._shared._shapes import (
-    SHORT,
     assert_correctable,
     mismatch,
-    parsed_reply_problems,
     short,
 )
 from polyloop.testing._shared._skips import not_applicable, unverifiable
@@ -57,103 +59,13 @@ from polyloop.types import (
     FinalAnswer,
     InvalidDecision,
     ModelReply,
-    ParsedReply,
     canonical_json,
     record_from_json,
 )
 
 __all__ = ["DecisionParserContract"]
 
-_B = TypeVar("_B", Action, FinalAnswer, InvalidDecision)
-
 _HUGE = "{" * 50_000 + "\x00" + "}" * 50_000
-
-
-class _Raised(Exception):
-    """``parse()`` raised on ``reply``: judged by ``never_raises``, which says so first."""
-
-    def __init__(self, error: BaseException, reply: ModelReply) -> None:
-        super().__init__(exception_text(error, limit=SHORT))
-        self.reply = reply
-
-    def detail(self) -> str:
-        return f"parse() raised {self} on {short(self.reply, 400)}"
-
-
-def _call(parser: DecisionParser, reply: ModelReply) -> ParsedReply:
-    """``parse(reply)``, checked for its shape; :class:`_Raised` if it raised anything but an
-    interrupt (a ``SystemExit`` too: the detail must name the reply)."""
-    require_seam(parser, "decision_parser", "parse", "parse(reply) -> ParsedReply")
-    try:
-        decision = parser.parse(reply)
-    except BaseException as error:
-        if not raised_by_the_implementation(error):
-            raise
-        raise _Raised(error, reply) from error
-    problems = parsed_reply_problems(decision, f"parse({short(reply.text, 60)})")
-    assert not problems, "\n".join(problems)
-    return decision
-
-
-def _parse(parser: DecisionParser, reply: ModelReply) -> ParsedReply:
-    """``parse(reply)`` for ``never_raises``: an exception is this promise's own violation."""
-    try:
-        return _call(parser, reply)
-    except _Raised as raised:  # the promise is exactly "never raises": report, do not crash
-        detail = raised.detail()
-    pytest.fail(  # outside the handler: the detail alone, not the chain of exceptions
-        f"{detail}\na parser must return InvalidDecision(feedback=...) for input it cannot parse",
-        pytrace=False,
-    )
-
-
-_SAME_CAUSE = "same cause as decision_parser.never_raises"
-
-
-class _Inputs:
-    """Parses for a promise other than ``never_raises``. An input that makes ``parse()`` raise
-    breaks ``never_raises`` first; this promise is judged on every other input, and then, if
-    any raised, reported violated with a detail that points at ``never_raises`` — one cause
-    shown as one cause, never a pass over inputs it could not judge."""
-
-    def __init__(self, parser: DecisionParser) -> None:
-        self.parser = parser
-        self.raised: list[_Raised] = []
-        self.judged = 0
-
-    def parse(self, reply: ModelReply) -> ParsedReply | None:
-        try:
-            decision = _call(self.parser, reply)
-        except _Raised as raised:
-            self.raised.append(raised)
-            return None
-        self.judged += 1
-        return decision
-
-    def sample(self, reply: ModelReply, name: str, branch: type[_B]) -> _B:
-        """Parse ``parser_samples.<name>``; it must give the ``branch`` it stands for."""
-        decision = self.parse(reply)
-        if decision is None:
-            self.done()
-        assert isinstance(decision, branch), (
-            f"parser_samples.{name} parsed to {short(decision)}, not {_article(branch)} "
-            f"{branch.__name__}"
-        )
-        return decision
-
-    def done(self) -> None:
-        """Fail with the pointer to ``never_raises`` when any input raised."""
-        if self.raised:
-            pytest.fail(
-                f"{_SAME_CAUSE}: {self.raised[0].detail()}\n({len(self.raised)} input(s) "
-                f"raised and could not be judged here; on the {self.judged} that did not, "
-                "this promise held)",
-                pytrace=False,
-            )
-
-
-def _article(branch: type) -> str:
-    return "an" if branch.__name__[0] in "AEIOU" else "a"
 
 
 def _sample_replies(samples: ParserSamples) -> list[ModelReply]:
@@ -447,7 +359,9 @@ class DecisionParserContract(ContractBase):
         variation of ``golden_variations`` (whitespace, prose before and after, argument text)
         at 0, 1 and just under, at and over 64, 100, 128, 256, 1 000, 1 024, 4 096, 16 384 and
         65 536 characters, and — with ``argument_text`` — replies holding two actions (the
-        first or an ``InvalidDecision``, never the second or a blend), all parsed on one object:
+        first or an ``InvalidDecision``, never the second or a blend — a failure names each
+        field that differs from the first, both values with their types, and whose each field
+        is), all parsed on one object:
         each back to back twelve times, interleaved in drawn orders, after a reply it could not
         parse and after one it could. An expected ``InvalidDecision`` is matched by branch.
         """
@@ -471,6 +385,34 @@ class DecisionParserContract(ContractBase):
             st.lists(st.integers(0, len(pool) - 1), min_size=1, max_size=40), label="order"
         )
         run_sequence(lambda reply: _parse(decision_parser, reply), [pool[i] for i in order])
+
+    async def test_parse_time_is_linear(
+        self, decision_parser: DecisionParser, parser_samples: ParserSamples
+    ) -> None:
+        """Parsing a reply of up to 64 KiB takes time that grows at most about linearly with
+        its length.
+
+        ``parse()`` is synchronous: while it runs the event loop stalls, and every run sharing
+        it waits. Parsers go quadratic on replies cut off mid-structure — a regular expression
+        whose lazy group may start anywhere scans the rest of a reply cut at ``max_tokens``
+        from every position — and a reply of 40 000 characters then blocks the loop for
+        seconds. Replies of prose, cut inside a brace, a string or a fence, made of repeated
+        objects or ReAct steps, and made of ``parser_samples.action_reply`` are parsed at
+        8 KiB and then at 16, 32 and 64 KiB, and the CPU time of each parse (not wall-clock
+        time: a loaded machine does not decide it) is compared with the time at 8 KiB
+        measured in the same run: at k times the length at most 3 × k times as long (or
+        20 ms), and never over 2 s; a time over its bound is measured again and the minimum
+        counts. The other parser promises leave replies over 16 KiB unparsed for a parser
+        found non-linear here and point at this promise, so its slowness is reported once.
+        """
+        samples = require_samples(parser_samples, ParserSamples, "parser_samples")
+        require_seam(decision_parser, "decision_parser", "parse", "parse(reply) -> ParsedReply")
+        slow = generic_verdict(decision_parser, decision_parser.parse)
+        if slow is None:
+            shapes = sample_shapes(samples.action_reply.text)
+            slow = measure(decision_parser.parse, shapes)
+        if slow is not None:
+            pytest.fail(slow.text(), pytrace=False)
 
     async def test_is_deterministic_across_processes(
         self, decision_parser: DecisionParser, parser_samples: ParserSamples

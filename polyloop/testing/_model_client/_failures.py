@@ -227,12 +227,13 @@ async def failure_problems(
 _GOLDEN_ROUNDS = 2  # the golden bodies in turn on one client, this many times over
 
 
-async def _golden_reply(client: Any, messages: list[Message], bound_s: float, where: str) -> Any:
+async def _golden_reply(client: Any, messages: list[Message], bound_s: float) -> Any:
+    """The reply, or a line saying what ``complete()`` raised (the caller names the place)."""
     try:
         async with asyncio.timeout(bound_s):
             return await client.complete(list(messages))
     except Exception as error:  # reported as this promise's problem, not a crash of the suite
-        return f"{where}: complete() raised {exception_text(error, limit=200)}"
+        return f"complete() raised {exception_text(error, limit=200)}"
 
 
 async def golden_problems(
@@ -253,7 +254,7 @@ async def golden_problems(
             try:
                 for call, index in enumerate(indexes, start=1):
                     where = f"golden_responses[{index}] (call {call} on this client)"
-                    got = await _golden_reply(client, messages, bound_s, where)
+                    got = await _golden_reply(client, messages, bound_s)
                     found = (
                         got if isinstance(got, str) else mismatch(golden[index][1], got, "reply")
                     )

@@ -25,7 +25,7 @@ from polyloop.testing._shared._cancel import assert_cancellation_propagates
 from polyloop.testing._shared._raised import raised_by_the_implementation
 from polyloop.testing._shared._samples import ModelSamples
 from polyloop.testing._shared._shapes import SHORT, model_reply_problems, short
-from polyloop.testing._shared._skips import unverifiable
+from polyloop.testing._shared._skips import not_applicable, unverifiable
 from polyloop.types import Message
 
 __all__ = ["ModelClientContract"]
@@ -184,8 +184,22 @@ class ModelClientContract(ContractBase):
         (JSON body, ``ModelReply``) pairs: the kit serves each body (HTTP 200) to a client the
         factory builds, each on a client of its own, then all of them in turn, twice, on one
         client; every reply must equal the stated one field for field and type for type.
+        ``not_applicable`` with ``ModelSamples(no_wire_format=True)``: a client that reads no
+        response body (a scripted model) has no wire format to read.
         """
         samples = require_samples(model_samples, ModelSamples, "model_samples")
+        if samples.no_wire_format:
+            not_applicable(
+                promise="each golden response body gives exactly the reply stated for it",
+                why=(
+                    "ModelSamples(no_wire_format=True) declares that this client reads no "
+                    "response body: there is no wire format to read wrongly"
+                ),
+                verify_yourself=(
+                    "check that the replies it returns are the ones it was given (its own "
+                    "tests); a client that reads a response body gives golden_responses instead"
+                ),
+            )
         if not samples.golden_responses or samples.failing_client_factory is None:
             unverifiable(
                 promise="each golden response body gives exactly the reply stated for it",
@@ -219,9 +233,23 @@ class ModelClientContract(ContractBase):
         ``model_samples.golden_requests`` states them: each call runs on a client the factory
         builds against a path of the kit's loopback endpoint, and the first request that
         arrives there must match the stated body — its stated keys only, each value of the
-        same type and equal, lists element for element.
+        same type and equal, lists element for element. ``not_applicable`` with
+        ``ModelSamples(no_wire_format=True)``: a client that sends no request has none to send
+        wrongly.
         """
         samples = require_samples(model_samples, ModelSamples, "model_samples")
+        if samples.no_wire_format:
+            not_applicable(
+                promise="each golden call sends the request stated for it",
+                why=(
+                    "ModelSamples(no_wire_format=True) declares that this client sends no "
+                    "request over a wire format: there is no request to send wrongly"
+                ),
+                verify_yourself=(
+                    "check that the messages and parameters it is given reach what answers "
+                    "(its own tests); a client that sends requests gives golden_requests instead"
+                ),
+            )
         if not samples.golden_requests:
             unverifiable(
                 promise="each golden call sends the request stated for it",

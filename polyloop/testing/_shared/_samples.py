@@ -352,7 +352,9 @@ class ModelSamples:
     Optional, to have ``reads_golden_responses`` checked (needs the factory):
     ``golden_responses`` — ``(body, reply)`` pairs: the JSON body of a chat completion the kit
     serves (HTTP 200, ``application/json``) and the ``ModelReply`` your client must return for
-    it, equal field for field and type for type.
+    it, equal field for field and type for type. ``no_wire_format=True`` instead declares that
+    your client reads no response body at all (a scripted or in-process model): that promise is
+    then ``not_applicable``.
 
     Optional, to have ``sends_golden_requests`` checked: ``golden_requests`` —
     :class:`GoldenRequest` values, each the messages of one call and the JSON request body
@@ -365,6 +367,7 @@ class ModelSamples:
     failure_bound_s: float | None = None
     golden_responses: Sequence[tuple[Mapping[str, Any], ModelReply]] = ()
     golden_requests: Sequence[GoldenRequest] = ()
+    no_wire_format: bool = False
 
     def __post_init__(self) -> None:
         messages: object = self.messages
@@ -392,6 +395,18 @@ class ModelSamples:
             raise ValueError(
                 "ModelSamples.golden_requests are sent by a client the kit builds: give each "
                 "GoldenRequest a client_factory, or give failing_client_factory"
+            )
+        if not isinstance(self.no_wire_format, bool):
+            raise TypeError("ModelSamples.no_wire_format must be a bool")
+        if self.no_wire_format and self.golden_responses:
+            raise ValueError(
+                "ModelSamples: give golden_responses (the bodies your client reads) or "
+                "no_wire_format=True (it reads none), not both"
+            )
+        if self.no_wire_format and self.golden_requests:
+            raise ValueError(
+                "ModelSamples: give golden_requests (the bodies your client sends) or "
+                "no_wire_format=True (it sends none), not both"
             )
 
 
