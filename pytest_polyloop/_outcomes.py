@@ -21,6 +21,8 @@ PROPERTY_ITEM = "polyloop"
 PROPERTY_SKIP = "polyloop_skip"
 # {type, message, location} of an exception that kept the implementation from being built.
 PROPERTY_SETUP_ERROR = "polyloop_setup_error"
+# {search, examples}: the kit's search that found a failing example (seeded, wide, replayed).
+PROPERTY_SEARCH = "polyloop_search"
 _STRICT_XPASS = "[XPASS(strict)]"
 _WAIVED_PREFIX = "waived: "
 _DETAIL_LIMIT = 4000
@@ -54,6 +56,7 @@ class PhaseResult:
     contract_skip: Mapping[str, str] | None = None
     setup_error: Mapping[str, str] | None = None
     attempt: int = 0
+    search: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +73,7 @@ class Judgement:
     kept_by: str | None = None
     setup_error: Mapping[str, str] | None = None
     reruns: int = 0
+    search: Mapping[str, str] | None = None
 
 
 def phase_result(report: Any) -> PhaseResult:
@@ -82,15 +86,13 @@ def phase_result(report: Any) -> PhaseResult:
     reprcrash = getattr(longrepr, "reprcrash", None)
     if reprcrash is not None:
         crash = str(getattr(reprcrash, "message", ""))
-    contract_skip = setup_error = None
+    found: dict[str, dict[str, str]] = {}
     for name, value in report.user_properties:
-        if name in (PROPERTY_SKIP, PROPERTY_SETUP_ERROR) and isinstance(value, str):
+        if name in (PROPERTY_SKIP, PROPERTY_SETUP_ERROR, PROPERTY_SEARCH) and isinstance(
+            value, str
+        ):
             parts = json.loads(value)  # JSON, so junit XML shows it readably
-            texts = {str(key): str(part) for key, part in parts.items()}
-            if name == PROPERTY_SKIP:
-                contract_skip = texts
-            else:
-                setup_error = texts
+            found[name] = {str(key): str(part) for key, part in parts.items()}
     return PhaseResult(
         when=str(report.when),
         outcome=str(report.outcome),
@@ -99,9 +101,10 @@ def phase_result(report: Any) -> PhaseResult:
         crash=crash,
         skip_reason=skip_reason,
         wasxfail=getattr(report, "wasxfail", None),
-        contract_skip=contract_skip,
-        setup_error=setup_error,
+        contract_skip=found.get(PROPERTY_SKIP),
+        setup_error=found.get(PROPERTY_SETUP_ERROR),
         attempt=_attempt(report),
+        search=found.get(PROPERTY_SEARCH),
     )
 
 
@@ -234,6 +237,7 @@ def _violated(case: _Case) -> Judgement | None:
         duration_s=case.duration,
         detail=_violation_detail(failure),
         waiver_reason=case.waiver_reason,
+        search=failure.search,
     )
 
 
