@@ -31,6 +31,8 @@ PROPERTY_SETUP_ERROR = "polyloop_setup_error"
 # The whole violation inside an exception group (Hypothesis's FlakyFailure): the kit's message
 # and the falsifying example, which the group's own one-line text and its traceback bury.
 PROPERTY_VIOLATION = "polyloop_violation"
+# {search, examples}: the kit's search that found a failing example (seeded, wide, replayed).
+PROPERTY_SEARCH = "polyloop_search"
 _STRICT_XPASS = "[XPASS(strict)]"
 _WAIVED_PREFIX = "waived: "
 _DETAIL_LIMIT = 4000
@@ -68,6 +70,7 @@ class PhaseResult:
     setup_error: Mapping[str, str] | None = None
     attempt: int = 0
     violation: str | None = None  # PROPERTY_VIOLATION: the failure inside an exception group
+    search: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,6 +87,7 @@ class Judgement:
     kept_by: str | None = None
     setup_error: Mapping[str, str] | None = None
     reruns: int = 0
+    search: Mapping[str, str] | None = None
 
 
 def phase_result(report: Any) -> PhaseResult:
@@ -96,17 +100,16 @@ def phase_result(report: Any) -> PhaseResult:
     reprcrash = getattr(longrepr, "reprcrash", None)
     if reprcrash is not None:
         crash = str(getattr(reprcrash, "message", ""))
-    contract_skip = setup_error = violation = None
+    violation = None
+    found: dict[str, dict[str, str]] = {}
     for name, value in report.user_properties:
         if name == PROPERTY_VIOLATION and isinstance(value, str):
             violation = str(json.loads(value))
-        elif name in (PROPERTY_SKIP, PROPERTY_SETUP_ERROR) and isinstance(value, str):
+        elif name in (PROPERTY_SKIP, PROPERTY_SETUP_ERROR, PROPERTY_SEARCH) and isinstance(
+            value, str
+        ):
             parts = json.loads(value)  # JSON, so junit XML shows it readably
-            texts = {str(key): str(part) for key, part in parts.items()}
-            if name == PROPERTY_SKIP:
-                contract_skip = texts
-            else:
-                setup_error = texts
+            found[name] = {str(key): str(part) for key, part in parts.items()}
     return PhaseResult(
         when=str(report.when),
         outcome=str(report.outcome),
@@ -115,10 +118,11 @@ def phase_result(report: Any) -> PhaseResult:
         crash=crash,
         skip_reason=skip_reason,
         wasxfail=getattr(report, "wasxfail", None),
-        contract_skip=contract_skip,
-        setup_error=setup_error,
+        contract_skip=found.get(PROPERTY_SKIP),
+        setup_error=found.get(PROPERTY_SETUP_ERROR),
         attempt=_attempt(report),
         violation=violation,
+        search=found.get(PROPERTY_SEARCH),
     )
 
 
@@ -285,6 +289,7 @@ def _violated(case: _Case) -> Judgement | None:
         duration_s=case.duration,
         detail=_violation_detail(failure),
         waiver_reason=case.waiver_reason,
+        search=failure.search,
     )
 
 

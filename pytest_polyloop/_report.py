@@ -118,7 +118,27 @@ def _promise_entry(
         entry["kept_by"] = judgement.kept_by  # optional: only promises polyloop keeps itself
     if judgement.reruns:
         entry["reruns"] = judgement.reruns  # optional: only promises pytest-rerunfailures reran
+    if judgement.search is not None and outcome in ("violated", "pending"):
+        entry["search"] = judgement.search.get("search")  # optional: found by a search
+        entry["detail"] = f"{detail or ''}\n({search_note(judgement.search)})".lstrip()
     return entry
+
+
+#: How each search's finding is told in a violation's detail, and how to replay it.
+_SEARCH_NOTES = {
+    "seeded": "found by the default seeded search: the same examples are drawn on every run "
+    "of this code, so rerunning the same command replays it",
+    "wide": "found by the wide search (--polyloop-search=wide) and saved in {examples}: every "
+    "run that can read that directory replays it first, the default one too",
+    "replayed": "replayed from {examples}, where a wide search saved it: every run replays it "
+    "until it holds (delete the directory to forget it)",
+}
+
+
+def search_note(search: Mapping[str, str]) -> str:
+    """Which search produced a violation, and how to replay it."""
+    note = _SEARCH_NOTES.get(search.get("search", ""), "found by a search")
+    return note.format(examples=search.get("examples", "the examples directory"))
 
 
 def build_implementation(
@@ -299,6 +319,24 @@ def environment_of(config: pytest.Config) -> dict[str, Any]:
         "extras": sorted(extra for extra in _extras.EXTRAS if _extras.extra_installed(extra)),
         "xdist_workers": len(tx) if dist != "no" else 0,
         "job": str(job) if job else None,
+        "search": _search_of(config),
+    }
+
+
+def _search_of(config: pytest.Config) -> dict[str, Any] | None:
+    """The session's search (``mode``, ``budget``, ``examples``), or ``None`` without the kit."""
+    try:
+        from polyloop.testing._shared._search import search_of
+    except ImportError:
+        return None
+    search = search_of(config)
+    examples = search.examples
+    if examples is not None and examples.is_relative_to(config.rootpath):
+        examples = examples.relative_to(config.rootpath)
+    return {
+        "mode": search.mode,
+        "budget": search.budget,
+        "examples": None if examples is None else examples.as_posix(),
     }
 
 

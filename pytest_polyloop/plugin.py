@@ -109,6 +109,34 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "session goes on (default 120; 0: no limit)",
         ),
     ),
+    (
+        "--polyloop-search",
+        dict(
+            default=None,
+            metavar="seeded|wide",
+            help="how the property-based promises search: 'seeded' (default) draws the same "
+            "examples every run, seeded from the promise and the implementation; 'wide' (for "
+            "nightly jobs) draws at random, budget times as many, and saves what fails in the "
+            "examples directory, which every run replays",
+        ),
+    ),
+    (
+        "--polyloop-search-budget",
+        dict(
+            default=None,
+            metavar="N",
+            help="with --polyloop-search=wide: N times each promise's examples (default 10)",
+        ),
+    ),
+    (
+        "--polyloop-examples",
+        dict(
+            default=None,
+            metavar="DIR",
+            help="where a wide search saves the examples that failed, and every run replays "
+            "them from (default .polyloop/examples under the rootdir)",
+        ),
+    ),
 )
 
 # table of data: the plugin's ini keys, (key, keyword arguments of addini)
@@ -137,6 +165,26 @@ _INI_KEYS: tuple[tuple[str, dict[str, Any]], ...] = (
             type="linelist",
             default=[],
             help="waivers, one per line: <implementation id> <promise id>: <reason>",
+        ),
+    ),
+    (
+        "polyloop_search",
+        dict(type="string", default="", help="seeded (default) or wide: see --polyloop-search"),
+    ),
+    (
+        "polyloop_search_budget",
+        dict(
+            type="string",
+            default="",
+            help="the wide search's examples multiplier (default 10)",
+        ),
+    ),
+    (
+        "polyloop_examples",
+        dict(
+            type="string",
+            default="",
+            help="the examples directory (default .polyloop/examples under the rootdir)",
         ),
     ),
 )
@@ -190,12 +238,25 @@ def pytest_configure(config: pytest.Config) -> None:
         "(set by pytest_polyloop; tag fixtures with @pytest_polyloop.seam(...))",
     )
     _time_limits.configure(config)
+    _check_search(config)
     if config.getoption("polyloop_conformance"):
         # Imported here: a passive plugin loads neither the session nor the runtime it reads.
         from pytest_polyloop._session import ConformanceSession
 
         _default_fixture_loop_scope(config)
         config.pluginmanager.register(ConformanceSession(config), "polyloop-conformance-session")
+
+
+def _check_search(config: pytest.Config) -> None:
+    """A bad --polyloop-search or budget is a usage error (exit 4), read by the kit's parser."""
+    try:
+        from polyloop.testing._shared._search import search_of
+    except ImportError:  # the testing extra is missing: there is no search to configure
+        return
+    try:
+        search_of(config)
+    except ValueError as error:
+        raise pytest.UsageError(f"polyloop: {error}") from None
 
 
 # Every phase of a contract item runs under a watchdog, so no implementation hangs the session.

@@ -133,7 +133,9 @@ def test_a_real_run_counts_a_parser_that_exits_once(project: Project) -> None:
     # One input makes parse() raise SystemExit: never_raises names it, three other promises
     # point at it ("same cause as decision_parser.never_raises: …").
     project.conftest("tests", _PARSER)
-    run = project.run("-k", "not across_processes")
+    # argparse is also quadratic in the words of a long reply: parse_time_is_linear is a
+    # cause of its own, left out here.
+    run = project.run("-k", "not across_processes and not parse_time_is_linear")
     counts = run.counts("argparse_parser")
     assert counts["violated"] == 1, counts
     assert counts["follows"] == 3, counts

@@ -33,6 +33,7 @@ def test_the_report_records_its_environment_and_a_report_id(project: Project) ->
         "extras": sorted(extra for extra in EXTRAS if extra_installed(extra)),
         "xdist_workers": 0,
         "job": "py311-shard-1",
+        "search": {"mode": "seeded", "budget": 10, "examples": ".polyloop/examples"},
     }
     assert second["environment"]["job"] is None
     assert first["report_id"] != second["report_id"]  # each run is its own job in a merge

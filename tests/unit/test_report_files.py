@@ -223,10 +223,19 @@ class _Config:
     def __init__(self, job: object = None, **option: object) -> None:
         self.option = SimpleNamespace(**option)
         self._job = job
+        self.rootpath = Path("/project")
 
     def getoption(self, name: str, default: object = None) -> object:
-        assert name == "polyloop_job"
-        return self._job if self._job is not None else default
+        assert name in (
+            "polyloop_job",
+            "polyloop_search",
+            "polyloop_search_budget",
+            "polyloop_examples",
+        )
+        return self._job if name == "polyloop_job" and self._job is not None else default
+
+    def getini(self, name: str) -> object:
+        return ""  # the search's ini keys, unset
 
 
 @pytest.mark.parametrize(

@@ -6,10 +6,15 @@ Hypothesis (the ``polyloop.testing`` package does), so it starts in a fraction o
 imports the implementer's factory once, then forks one writer per round of the plan (one
 interpreter for every kill point): the writer opens the store through the factory, makes the
 round's appends — single ``append`` calls and, when the store has it, ``append_many`` batches — and
-prints ``ack <round> <call>`` after each call returned. Each writer is killed with ``SIGKILL`` at
-its round's kill point by a timer thread of its own, so the kill lands where the plan says (inside a
-system call too: the main thread is in the store's code, the timer needs no GIL hand-off from
-it to fire at the right time, only to be scheduled). The parent prints ``end <round> <status>``
+prints ``ack <round> <call>`` after each call returned. Each writer dies at its round's kill
+point, chosen by what was written, never by a clock (a timer's kill landed somewhere else on
+every run, and a store torn only inside one short write was caught in one run and not the
+next): right after a number of acknowledged calls (it kills itself, ``SIGKILL``), or when a file
+of the store reaches a byte offset — the file size limit (``RLIMIT_FSIZE``) cuts the write that
+crosses it there, and the next write past it kills the writer (``SIGXFSZ``) inside that system
+call; a store that goes on after the cut write is killed before that call is acknowledged. A
+store whose files do not grow in the writer (a server's) is killed after its round's last call.
+The parent prints ``end <round> <status>``
 once it reaped that writer, and forks the next one only when the probe, done reading what
 survived, writes ``go`` on its standard input; whatever a writer acknowledged must survive its
 kill. It prints ``opened <round>`` once a writer opened the store.
@@ -28,10 +33,10 @@ import contextlib
 import importlib
 import json
 import os
+import resource
 import signal
+import stat
 import sys
-import threading
-import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -59,8 +64,6 @@ RECORDS_PER_RUN = 40
 #: (and, for a store that writes in pieces, many system calls).
 BIG_RECORD_CHARS = 1_060_000
 _BATCH_SIZES = (1, 3, 2)
-#: A writer still alive this long after its kill point is stuck (a hung store): it kills itself.
-_OVERSTAY_S = 20.0
 
 #: One call of a round: (run index, records). One record is ``append``, several ``append_many``.
 Call = tuple[int, list[Record]]
@@ -141,11 +144,10 @@ def _small(step: int) -> ModelCallIntent:
 def planned_calls(spec: dict[str, Any]) -> list[Call]:
     """The calls of one round, in the order the writer makes them.
 
-    * ``acks``/``delay`` rounds: the runs' :func:`planned_records`, interleaved, in batches of
+    * ``acks``/``bytes`` rounds: the runs' :func:`planned_records`, interleaved, in batches of
       1, 3 and 2 records when ``batches`` (else one by one).
     * ``inside`` rounds: one run — its start, then a big record (or a batch: small, big,
-      small) with the kill inside it. A ``measure`` round makes the big call twice and times
-      the first: later rounds of its shape use that duration.
+      small) with the kill inside it.
     """
     runs: list[str] = spec["runs"]
     if spec["kind"] == "inside":
@@ -159,7 +161,7 @@ def planned_calls(spec: dict[str, Any]) -> list[Call]:
             ]
         else:
             shape = [[_start(run_id, 0)], [_big(run_id, 1)], [_big(run_id, 2)]]
-        return [(0, records) for records in shape[: 3 if spec.get("measure") else 2]]
+        return [(0, records) for records in shape[:2]]
     per_run: list[list[list[Record]]] = []
     for index, run_id in enumerate(runs):
         records = planned_records(run_id, index)
@@ -253,12 +255,6 @@ def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _arm(delay: float) -> None:
-    timer = threading.Timer(max(delay, 0.0), _die)
-    timer.daemon = True
-    timer.start()
-
-
 def _sizes(directory: Path, depth: int = 2) -> dict[str, int]:
     """The size of every file in ``directory`` and its subdirectories (two levels), by path."""
     sizes: dict[str, int] = {}
@@ -272,42 +268,51 @@ def _sizes(directory: Path, depth: int = 2) -> dict[str, int]:
     return sizes
 
 
-def _arm_on_growth(paths: list[str], threshold: int, fallback: float) -> None:
-    """Kill as soon as ``paths`` together grew by ``threshold`` bytes — the store is inside its
-    write (a polling thread; the write releases the GIL) — or at ``fallback`` seconds."""
-    start = {path: _size(path) for path in paths}
-    deadline = time.perf_counter() + fallback
+def _kill_at_size(limit: int) -> None:
+    """From now on no file of this process may grow past ``limit`` bytes: the write that would
+    is cut at the limit, and the next one kills the writer (``SIGXFSZ``, its default action, set
+    in :func:`_writer`) inside that system call. The kill point is a byte offset, not a time."""
+    _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    # A write that crosses the limit is only cut short; code that loops on a short count (a
+    # buffered file, SQLite) then makes the write that kills. Code that calls os.write once and
+    # ignores the count would go on — and a store that truncates away its torn tail would then
+    # write on below the limit, a state no crash leaves. So the cut write itself kills here.
+    write = os.write
 
-    def watch() -> None:
-        while time.perf_counter() < deadline:
-            grown = sum(_size(path) - start[path] for path in paths)
-            if grown > threshold:
-                _die()
-        _die()
+    def cut_write_kills(descriptor: int, data: Any) -> int:
+        written = write(descriptor, data)
+        if written < len(data) and stat.S_ISREG(os.fstat(descriptor).st_mode):
+            _die()
+        return written
 
-    threading.Thread(target=watch, daemon=True).start()
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
+    os.write = cut_write_kills
 
 
-def _arm_inside(
-    spec: dict[str, Any], records: list[Record], grew: list[str], measured: float
-) -> None:
-    """Arm the kill of an ``inside`` round's last call: when the files the store grew in the
-    call before have grown by ``amount`` of the call's records' size, or at ``amount`` of the
-    measured duration (also for a store whose files do not grow: a server's)."""
-    sys.setswitchinterval(1e-4)  # the watcher and timer threads get their turn at once
+def _size_limit(spec: dict[str, Any], grown: list[int], records: list[Record]) -> int | None:
+    """Where a ``bytes`` or ``inside`` round kills: the largest file the store grew in the
+    round's first call, plus ``amount`` bytes (``bytes``) or ``amount`` of the next call's
+    records' size (``inside``). ``None`` for a store whose files did not grow (a server's):
+    its round is killed after its last call returned."""
+    if not grown:
+        return None
     amount = float(spec["amount"])
-    if spec["trigger"] == "growth" and grew:
-        size = sum(len(record.to_json().encode()) for record in records)
-        _arm_on_growth(grew, int(amount * size), 1.5 * measured)
+    if spec["kind"] == "inside":
+        amount *= sum(len(record.to_json().encode()) for record in records)
+    return max(grown) + int(amount)
+
+
+def _reached(directory: Path, limit: int) -> bool:
+    """A file is at the limit: the store went on after a write the limit cut short (one
+    ``os.write`` whose count it does not check) — the writer was killed inside that call."""
+    return any(size >= limit for size in _sizes(directory).values())
+
+
+async def _call(store: Any, run_id: str, records: list[Record], sequence: int) -> None:
+    if len(records) == 1:
+        await store.append(run_id, records[0], sequence=sequence)
     else:
-        _arm(amount * measured)
+        await store.append_many(run_id, records, sequence=sequence)
 
 
 async def _round(
@@ -317,6 +322,9 @@ async def _round(
     spec: dict[str, Any],
     report: Callable[[str], None],
 ) -> None:
+    """One writer's round: its calls in order, each acknowledged once it returned; killed by
+    what was written — after ``amount`` acknowledged calls (``acks``), when a file of the store
+    reaches a byte offset (``bytes``, ``inside``), else after its last call."""
     _phase[0] = OPENING
     store = await open_store(factory, directory)
     _phase[0] = APPENDING
@@ -324,34 +332,24 @@ async def _round(
     calls = planned_calls(spec)
     run_ids: list[str] = spec["runs"]
     lengths = [0] * len(run_ids)
-    kind, amount = spec["kind"], float(spec["amount"])
-    measured = float(spec.get("measured", 1.0))
-    before = _sizes(directory) if kind == "inside" else {}
-    grew: list[str] = []
+    before, limit = _sizes(directory), None
     for position, (index, records) in enumerate(calls):
-        last = position == len(calls) - 1
-        if kind == "inside" and last:
-            _arm_inside(spec, records, grew, measured)
-        began = time.perf_counter()
-        if len(records) == 1:
-            await store.append(run_ids[index], records[0], sequence=lengths[index])
-        else:
-            await store.append_many(run_ids[index], records, sequence=lengths[index])
-        took = time.perf_counter() - began
-        if kind == "inside" and position == 0:
+        if position == 1 and spec["kind"] in ("bytes", "inside"):
             after = _sizes(directory)
-            grew = [path for path, size in after.items() if size > before.get(path, 0)]
-        if kind == "inside" and spec.get("measure") and position == len(calls) - 2:
-            measured = took
-            report(f"took {int(spec['batches'])} {took:.6f}")
+            grown = [size for path, size in after.items() if size > before.get(path, 0)]
+            limit = _size_limit(spec, grown, records)
+            if limit is not None:
+                _kill_at_size(limit)
+        await _call(store, run_ids[index], records, lengths[index])
+        if limit is not None and _reached(directory, limit):
+            _die()
         lengths[index] += len(records)
         _say(f"ack {number} {position}")
         if position == 0:
             report("")
-        if kind == "acks" and position + 1 == int(amount):
-            _arm(0.0)  # the kill lands in whatever the writer does next
-        elif kind == "delay" and position == 0:
-            _arm(amount)
+        if spec["kind"] == "acks" and position + 1 == int(spec["amount"]):
+            _die()  # right after the acknowledgement, before the next call
+    _die()  # every call returned: killed after the last
 
 
 #: What a writer that raised was doing, told to the probe on the first line of its stderr.
@@ -366,21 +364,23 @@ def _writer(
     known = set(sys.modules)
 
     def tell(line: str) -> None:
-        """Tell the parent a measured duration, and which modules the store imported on first
-        use (a driver imported lazily): it imports them before the next fork, so no writer
-        pays for them again."""
+        """Tell the parent which modules the store imported on first use (a driver imported
+        lazily): it imports them before the next fork, so no writer pays for them again."""
         names = " ".join(sorted(set(sys.modules) - known))
         known.update(sys.modules)
         with contextlib.suppress(OSError):
             os.write(report, f"{line}\nmodules {names}\n".encode()[:60000])
 
+    # Python ignores SIGXFSZ (a write past the size limit then raises EFBIG): the writer
+    # takes its default action instead, death inside the write, and leaves no core file.
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
     try:
         asyncio.run(_round(load_factory(spec_factory), directory, number, spec, tell))
     except BaseException:
         # The first line says what the writer was doing (the probe words its failure by it).
         os.write(2, f"{PHASE_PREFIX}{_phase[0]}\n{traceback.format_exc()}".encode())
         os._exit(70)
-    time.sleep(_OVERSTAY_S)  # a timer still to fire; a writer that exits on its own is no crash
     _die()
 
 
@@ -388,12 +388,8 @@ def main(spec_factory: str, directory: Path, plan: list[dict[str, Any]]) -> None
     """Fork one writer per round, one after another; report each one's end."""
     load_factory(spec_factory)  # imported once, here: every writer inherits the module
     sys.stdout.flush()
-    measured: dict[str, float] = {}
     for number, planned in enumerate(plan):
         spec = dict(planned)
-        if spec["kind"] == "inside" and not spec.get("measure"):
-            # The shape's duration, as the round that measured it saw it (none yet: 1 s).
-            spec["measured"] = measured.get(str(int(spec["batches"])), 1.0)
         reading, report = os.pipe()
         pid = os.fork()
         if pid == 0:  # the writer
@@ -401,8 +397,8 @@ def main(spec_factory: str, directory: Path, plan: list[dict[str, Any]]) -> None
             _writer(spec_factory, directory, number, spec, report)
         os.close(report)
         _, status = os.waitpid(pid, 0)
-        measured.update(_what_the_writer_told(reading))
-        killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        _import_what_the_writer_imported(reading)
+        killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) in _KILLS
         _say(f"end {number} {'killed' if killed else status}")
         # The probe reads what survived, then says go: no writer runs while it reads (a store
         # may let one process at a time open its data).
@@ -411,22 +407,22 @@ def main(spec_factory: str, directory: Path, plan: list[dict[str, Any]]) -> None
     _say("done")
 
 
-def _what_the_writer_told(reading: int) -> dict[str, float]:
-    """Import the modules a writer imported on first use; the durations it measured."""
+#: How a writer dies at its kill point: killed by itself, or by the file size limit.
+_KILLS = (signal.SIGKILL, signal.SIGXFSZ)
+
+
+def _import_what_the_writer_imported(reading: int) -> None:
+    """Import the modules a writer imported on first use: no later writer pays for them."""
     chunks = []
     while chunk := os.read(reading, 65536):
         chunks.append(chunk)
     os.close(reading)
-    measured: dict[str, float] = {}
     for line in b"".join(chunks).decode(errors="replace").splitlines():
         words = line.split()
-        if words[:1] == ["took"]:
-            measured[words[1]] = float(words[2])
-        elif words[:1] == ["modules"]:
+        if words[:1] == ["modules"]:
             for name in words[1:]:
                 with contextlib.suppress(BaseException):  # it fails in the writer too, then
                     importlib.import_module(name)
-    return measured
 
 
 if __name__ == "__main__":

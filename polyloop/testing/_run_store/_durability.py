@@ -48,38 +48,25 @@ __all__ = [
 
 RUNS_PER_ROUND = 3
 #: (kind, amount) of the interleaved rounds: kill right after that many acknowledged calls, or
-#: that many seconds after the first.
+#: when a file of the store reaches that many bytes past the largest one the first call grew.
+#: Every kill point is a count of what was written, never a time: the same store is killed at
+#: the same places on every run, so it gets the same verdict.
 SCHEDULE: tuple[tuple[str, float], ...] = (
     ("acks", 1),
     ("acks", 4),
-    ("delay", 0.02),
+    ("bytes", 3_000),
     ("acks", 11),
-    ("delay", 0.09),
+    ("bytes", 50_000),
     ("acks", 26),
+    ("bytes", 150_000),
 )
-#: Kill points of the rounds that kill inside one big call, by time — fractions of its duration
-#: as measured by the same writer a moment before (some after the end: the call may have
-#: returned, then its records must be there) — and by growth: as soon as the files the store
-#: grew in the measured call have grown by that fraction of it again (the kill then lands in
-#: the write itself, however short; a store whose files do not grow is killed by time).
-INSIDE_KILLS: tuple[tuple[str, float], ...] = (
-    ("time", 0.95),  # the round that measures: the big call twice, the first timed
-    ("growth", 0.0),
-    ("time", 0.35),
-    ("growth", 0.2),
-    ("time", 0.65),
-    ("growth", 0.5),
-    ("time", 0.85),
-    ("growth", 0.8),
-    ("time", 1.1),
-)
+#: Kill points of the rounds that kill inside one big ``append`` (a record over 1 MiB): when a
+#: file of the store reaches the size of the largest one the run's start grew plus that fraction
+#: of the record's size — the write is cut there, inside it (past 1: the call returned, then its
+#: record must be there).
+INSIDE_KILLS: tuple[float, ...] = (0.0, 0.2, 0.35, 0.5, 0.65, 0.8, 0.95, 1.1)
 #: The same for ``append_many`` (when the store has it), on a batch of small, big, small.
-BATCH_KILLS: tuple[tuple[str, float], ...] = (
-    ("time", 0.9),
-    ("growth", 0.0),
-    ("growth", 0.5),
-    ("time", 0.6),
-)
+BATCH_KILLS: tuple[float, ...] = (0.0, 0.3, 0.6, 0.9, 1.05)
 _PROBE_BOUND_S = 240.0  # the whole probe (a cold interpreter and every round, under load)
 
 
@@ -109,9 +96,8 @@ def crash_plan(run_ids: Callable[[int], list[str]], batches: bool) -> list[dict[
     ]
     for batch, kills in ((False, INSIDE_KILLS), (True, BATCH_KILLS if batches else ())):
         plan += [
-            {"kind": "inside", "trigger": trigger, "amount": amount, "runs": run_ids(1)}
-            | {"batches": batch, "measure": number == 0}
-            for number, (trigger, amount) in enumerate(kills)
+            {"kind": "inside", "amount": amount, "runs": run_ids(1), "batches": batch}
+            for amount in kills
         ]
     return plan
 
@@ -352,13 +338,16 @@ async def _append_next(
 def _describe(spec: dict[str, Any], number: int) -> str:
     call = "append_many" if spec["batches"] else "append"
     if spec["kind"] == "inside":
-        measure = "duration" if spec["trigger"] == "time" else "growth of the store's files"
         return (
-            f"round {number} (killed at {spec['amount']:.0%} of the measured {measure} of a "
-            f"big {call})"
+            f"round {number} (killed when the store's file reached {spec['amount']:.0%} of a "
+            f"big {call}'s records)"
         )
-    unit = "acknowledged calls" if spec["kind"] == "acks" else "s after the first call"
-    return f"round {number} ({call}, killed at {spec['amount']:g} {unit})"
+    if spec["kind"] == "bytes":
+        return (
+            f"round {number} ({call}, killed when a file of the store grew {spec['amount']:,.0f} "
+            "bytes past the largest one of the first call)"
+        )
+    return f"round {number} ({call}, killed right after {spec['amount']:g} acknowledged calls)"
 
 
 async def run_crash_probe(factory: str, directory: Path) -> CrashFindings:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -48,6 +48,7 @@ import pytest
 from polyloop import errors as _errors
 from polyloop import types as _types
 from polyloop._version import __version__
+from polyloop.testing._shared._search import searched
 from polyloop.testing._shared._time_limit import parse_time_limit
 from polyloop.types import canonical_json
 
@@ -112,8 +113,9 @@ def suite_hash(promises: tuple[PromiseSpec, ...] | list[PromiseSpec]) -> str:
 def in_ci() -> bool:
     """Whether ``CI`` says this is a CI run; unset, empty, ``0``, ``false`` and ``no`` say not.
 
-    The one reading of the variable: the kit derandomizes under it and the project's own tests
-    require their PostgreSQL server under it.
+    The one reading of the variable: the project's own tests require their PostgreSQL server
+    under it. The kit does not read it: its searches are seeded the same way with or without it
+    (``_search.py``).
     """
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
@@ -125,21 +127,24 @@ def bounded_settings(max_examples: int) -> hypothesis.settings:
     real store or sink is allowed to be slow; the function-scoped-fixture check is suppressed
     because the seam fixture is meant to be shared by the examples of one test, and the
     differing-executors check because an inherited test runs on a new instance per subclass.
-    The shrink phase is off (see the comment below). Under ``CI`` the examples are derandomized
-    (and the example database is off) so a CI run is reproducible.
+    The shrink phase is off (see the comment below). Derandomized, with no example database, in
+    any test that carries them (with or without ``CI``): the same code draws the same examples.
+    A promise test of a concrete suite subclass runs under the session's search instead
+    (:func:`~polyloop.testing._shared._search.searched`): seeded from the promise id and the
+    implementation, replaying what a wide search saved, or the wide search itself.
     """
-    extra: dict[str, Any] = {"derandomize": True, "database": None} if in_ci() else {}
     return hypothesis.settings(
         max_examples=max_examples,
         # No shrink phase: shrinking a failure against a real store or sink can take minutes,
         # and the suite must stay bounded. The falsifying example is still printed, unshrunk.
         phases=[hypothesis.Phase.explicit, hypothesis.Phase.reuse, hypothesis.Phase.generate],
         deadline=None,
+        derandomize=True,
+        database=None,
         suppress_health_check=[
             hypothesis.HealthCheck.function_scoped_fixture,
             hypothesis.HealthCheck.differing_executors,
         ],
-        **extra,
     )
 
 
@@ -241,6 +246,18 @@ class ContractBase:
         if spec is not None and spec.id in type(self).waive and not replaced:
             reason = type(self).waive[spec.id]
             request.applymarker(pytest.mark.xfail(strict=True, reason=f"waived: {reason}"))
+
+    @pytest.fixture(autouse=True)
+    def _polyloop_search(self, request: pytest.FixtureRequest) -> Iterator[None]:
+        """Run a property-based promise under the session's search: seeded from the promise id
+        and this implementation by default, the wide search when asked (``_search.py``)."""
+        test_name = getattr(request.node, "originalname", None) or request.node.name
+        spec = type(self).promise_for_test(test_name)
+        if spec is None:
+            yield
+            return
+        with searched(request, spec.id):
+            yield
 
 
 def _build_catalogue(suite: type[ContractBase]) -> tuple[PromiseSpec, ...]:
