@@ -31,6 +31,33 @@ a ``str`` can hold one, and a reply decoded with ``errors="surrogateescape"`` do
 * :func:`replies_around` — variants of replies in *your* format: several calls in one reply,
   words swapped, line endings swapped, nasty text spliced in or around, long padding.
 
+The boundary catalogue — the values real code breaks on, which the contract suites sweep
+explicitly wherever they feed content, sizes or counts to an implementation — is here too, for
+your own tests (loop over a tuple, or give its values as ``@example``, to meet every one):
+
+* :data:`BOUNDARY_NUMBERS` and :data:`BOUNDARY_NUMBER_TEXTS` — ``0``, ``-0.0``, ``±1``, the
+  edges of 32-, 53-, 63- and 64-bit integers, integers just under and over
+  :data:`INT_DIGIT_LIMIT` digits (``sys.get_int_max_str_digits()``), ``NaN``, ``±Infinity``,
+  ``1e308``, ``5e-324``; as text also exponents, leading zeros, numbers written as strings and
+  ``true``/``false`` beside ``1``/``0``;
+* :data:`BOUNDARY_TEXTS` — empty and whitespace-only text, lone surrogates, characters whose
+  case mapping changes the length (:data:`CASE_CHANGING_TEXT`: ``ß``, ``ﬁ``, ``İ``), combining
+  and NFC/NFD pairs, zero-width and bidi marks, NUL and control characters, CR, LF, CRLF,
+  U+2028/U+2029, a BOM, astral characters, words other formats read as keywords, dates or
+  numbers (``yes``, ``off``, ``null``, ``0x1F``, ``1_000``) and format characters (``{0}``,
+  ``%s``, ``$x``);
+* structure — :func:`nesting_depths` (1, and just under, at and over 32, 64, 100, 128, 256,
+  512, 1 000 and the recursion limit), :func:`nested_json` and :func:`nested_value` (built
+  without recursion), :data:`EMPTY_CONTAINERS`, :data:`DUPLICATE_KEYS_JSON`, :func:`many_keys`;
+* :data:`BOUNDARY_COUNTS` (0, 1, around 64, 100, 128, 256, 500, 1 000, 1 024, 4 096, 10 000)
+  and :data:`BOUNDARY_BYTE_SIZES` (around 2, 4, 8, 16, 64 KiB and 1 MiB);
+* :data:`BOUNDARY_TIMES` — either side of daylight-saving changes, a leap day, 2038-01-19,
+  the far past and future, offsets of ±14 h;
+* strategies that draw each catalogue often and the rest of the type as well:
+  :func:`boundary_numbers`, :func:`boundary_texts`, :func:`boundary_counts`,
+  :func:`boundary_byte_sizes`, :func:`boundary_times`. :func:`texts`, :func:`record_texts`,
+  :func:`counts`, :func:`timestamps` and the JSON values draw from the catalogue too.
+
 Example, a test of your own parser::
 
     from hypothesis import given
@@ -46,6 +73,28 @@ Example, a test of your own parser::
 
 from __future__ import annotations
 
+from polyloop.testing._shared._boundaries import (
+    BOUNDARY_BYTE_SIZES,
+    BOUNDARY_COUNTS,
+    BOUNDARY_NUMBER_TEXTS,
+    BOUNDARY_NUMBERS,
+    BOUNDARY_TEXTS,
+    BOUNDARY_TIMES,
+    CASE_CHANGING_TEXT,
+    DUPLICATE_KEYS_JSON,
+    EMPTY_CONTAINERS,
+    INT_DIGIT_LIMIT,
+    boundary_byte_sizes,
+    boundary_counts,
+    boundary_numbers,
+    boundary_texts,
+    boundary_times,
+    digits,
+    many_keys,
+    nested_json,
+    nested_value,
+    nesting_depths,
+)
 from polyloop.testing._shared._draw_replies import (
     replies_around,
     wild_model_replies,
@@ -99,7 +148,17 @@ from polyloop.testing._shared._draw_values import (
 )
 
 __all__ = [
+    "BOUNDARY_BYTE_SIZES",
+    "BOUNDARY_COUNTS",
+    "BOUNDARY_NUMBERS",
+    "BOUNDARY_NUMBER_TEXTS",
+    "BOUNDARY_TEXTS",
+    "BOUNDARY_TIMES",
+    "CASE_CHANGING_TEXT",
+    "DUPLICATE_KEYS_JSON",
+    "EMPTY_CONTAINERS",
     "FIELD_TEXTS",
+    "INT_DIGIT_LIMIT",
     "LINE_ENDINGS",
     "MAX_LONG_TEXT_BYTES",
     "NASTY_TEXTS",
@@ -109,8 +168,14 @@ __all__ = [
     "actions",
     "agent_definitions",
     "big_records",
+    "boundary_byte_sizes",
+    "boundary_counts",
+    "boundary_numbers",
+    "boundary_texts",
+    "boundary_times",
     "budgets",
     "counts",
+    "digits",
     "events",
     "final_answers",
     "invalid_decisions",
@@ -118,10 +183,14 @@ __all__ = [
     "json_values",
     "long_reply_texts",
     "long_texts",
+    "many_keys",
     "messages",
     "model_call_intent_records",
     "model_replied_records",
     "model_replies",
+    "nested_json",
+    "nested_value",
+    "nesting_depths",
     "non_empty_texts",
     "optional_texts",
     "parsed_replies",

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import polyloop.types
 from polyloop.testing import strategies as pst
-from polyloop.testing._shared import _draw_replies, _draw_texts, _draw_values
+from polyloop.testing._shared import _boundaries, _draw_replies, _draw_texts, _draw_values
 from polyloop.testing._shared._shapes import (
     action_outcome_problems,
     mismatch,
@@ -98,6 +98,12 @@ def test_the_nasty_edges_are_reached() -> None:
             seen.add("astral character")
         if len(text) >= 10_000:
             seen.add("long text")
+        if len(text.casefold()) != len(text):
+            seen.add("case mapping changes the length")
+        if text in ("yes", "off", "null", "0x1F", "1_000", "{0}", "%s", "$x"):
+            seen.add("a keyword or a format character")
+        if count in (100, 101, 1024, 4097):
+            seen.add("a page or a buffer")
         if optional is None:
             seen.add("None")
         if count == 0:
@@ -115,6 +121,9 @@ def test_the_nasty_edges_are_reached() -> None:
         "control character",
         "astral character",
         "long text",
+        "case mapping changes the length",
+        "a keyword or a format character",
+        "a page or a buffer",
         "None",
         "zero",
         "beyond a double",
@@ -146,8 +155,14 @@ def _declared_types(strategy: Callable[..., object]) -> set[type]:
 
 
 # The modules behind polyloop.testing.strategies: every public function they define is public.
-_STRATEGY_MODULES = (_draw_replies, _draw_texts, _draw_values)
-STRATEGIES = {name: getattr(pst, name) for name in pst.__all__ if callable(getattr(pst, name))}
+_STRATEGY_MODULES = (_boundaries, _draw_replies, _draw_texts, _draw_values)
+#: The boundary catalogue's builders of values (not strategies): public beside the strategies.
+BUILDERS = {"digits", "many_keys", "nested_json", "nested_value", "nesting_depths"}
+STRATEGIES = {
+    name: getattr(pst, name)
+    for name in pst.__all__
+    if callable(getattr(pst, name)) and name not in BUILDERS
+}
 
 
 def test_every_public_value_type_has_a_public_strategy() -> None:
@@ -168,7 +183,8 @@ def test_every_public_strategy_function_is_in_all() -> None:
         for name, value in vars(module).items()
         if inspect.isfunction(value) and value.__module__ == module.__name__ and name[0] != "_"
     }
-    assert public == set(STRATEGIES)
+    assert public == set(STRATEGIES) | BUILDERS
+    assert set(pst.__all__) >= BUILDERS
 
 
 # Strategies that vary values the caller gives.

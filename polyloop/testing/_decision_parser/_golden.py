@@ -46,7 +46,12 @@ _FEW_SIZES = frozenset({0, 1, 64, 65, 1024, 1025, 4096, 4097})
 #: Letters, digits, spaces, € and emoji of 1 to 4 UTF-8 bytes each: a size in characters lands on a
 #: different size in bytes (and UTF-16 units) for each fill.
 _FILLS = ("polyloop ", "naïve Ωж 日本語 한국어 😀 ", "x9 ß€😀𝔘 ")
-_PROSE = "Let me think about this step by step. Je vais vérifier ça, 日本語で説明します. "
+#: Prose opens with characters whose case mapping changes the length (``ß``, ``ﬁ``, ``İ``): an
+#: offset found in ``text.casefold()`` or ``text.lower()`` points elsewhere in ``text``.
+_PROSE = (
+    "Straße, ﬁle, İstanbul: let me think about this step by step. "
+    "Je vais vérifier ça, 日本語で説明します. "
+)
 #: Before the reply: blank lines (indenting its first line would change it in line-based
 #: formats such as Markdown); after it: any whitespace.
 _LEADING = ("", "\n", "\r\n", "\n\n", " \t\n", "\n \r\n")

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from polyloop.ports import DecisionParser
+from polyloop.testing._decision_parser._boundary_replies import boundary_replies
 from polyloop.testing._decision_parser._calls import Inputs as _Inputs
 from polyloop.testing._decision_parser._calls import parse_for_never_raises as _parse
 from polyloop.testing._decision_parser._children import (
@@ -204,7 +205,12 @@ class DecisionParserContract(ContractBase):
         text in every field of the reply (control characters, CJK, emoji, combining marks,
         astral characters, lone surrogates, mixed line endings, replies well past 64 KiB and
         nested deeper than any recursion) and on variants of the implementer's own samples
-        (slices, several calls in one reply, words swapped, long padding).
+        (slices, several calls in one reply, words swapped, long padding) — among them, every
+        run, the samples with each value they carry replaced by each number of the boundary
+        catalogue (``NaN``, ``±Infinity``, ``1e309``, integers of more digits than ``int``
+        converts to ``str``, …) and nested at each of its depths (1, and just under, at and over
+        32, 64, 100, 128, 256, 512, 1 000 and the recursion limit), and with prose whose case
+        mapping changes its length (``ß``, ``ﬁ``, ``İ``) around them.
         """
         samples = require_samples(parser_samples, ParserSamples, "parser_samples")
         if data is None:  # the explicit example: the samples, the fixed nasty inputs, every run
@@ -212,7 +218,7 @@ class DecisionParserContract(ContractBase):
                 _parse(decision_parser, reply)
             for text in (*NASTY_TEXTS, _HUGE):
                 _parse(decision_parser, ModelReply(text=text, reasoning=text))
-            for reply in _hard_replies(samples):
+            for reply in (*_hard_replies(samples), *boundary_replies(_sample_replies(samples))):
                 _parse(decision_parser, reply)
             return
         reply = data.draw(st.one_of(_ANY_REPLY, _replies_near(samples)), label="reply")

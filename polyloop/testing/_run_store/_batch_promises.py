@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from polyloop.errors import RunAlreadyExists, RunAlreadyFinished, RunConflict
 from polyloop.ports import BatchRunStore, RunStore
-from polyloop.testing._run_store._inline_commit import calls, inline_or_skip, read, same_log
+from polyloop.testing._run_store._inline_commit import (
+    calls,
+    inline_or_skip,
+    read,
+    same_log,
+    sized_batches,
+)
 from polyloop.testing._run_store._run_ids import (
     fresh_run_id,
     fresh_run_ids,
@@ -78,6 +84,17 @@ _ADVERSE_BATCHES: tuple[list[Record], list[int], bool] = (
     True,
 )
 
+
+def _sized_program() -> tuple[list[Record], list[int], bool]:
+    """The start alone, then one batch of each size just under, at and over 2, 4, 8, 16 and
+    64 KiB of JSON (``BOUNDARY_BYTE_SIZES``): a store may take another path past a size."""
+    batches = sized_batches(0)
+    middle = [record for batch in batches for record in batch]
+    cuts = list(itertools.accumulate((len(b) for b in batches[:-1]), initial=1))
+    return middle, cuts, False
+
+
+_SIZED_BATCHES = _sized_program()
 
 #: (records between start and finish, where calls begin, whether the run finishes).
 _BATCH_PROGRAMS = st.builds(
@@ -178,6 +195,7 @@ class BatchPromises:
     @bounded_settings(max_examples=10)
     @given(program=_BATCH_PROGRAMS)
     @example(program=_ADVERSE_BATCHES)
+    @example(program=_SIZED_BATCHES)
     async def test_batches_and_single_appends_interleave_in_order(
         self, run_store: RunStore, program: tuple[list[Record], list[int], bool]
     ) -> None:
@@ -189,7 +207,9 @@ class BatchPromises:
         Batches hold records in any order the append rules accept — kinds mixed and repeated,
         step indexes going back, equal records side by side (a store that sorts or groups a
         batch by kind or key, writes it through a set, or drops a record equal to one before
-        it is caught) — and the log must read back record for record as sent.
+        it is caught) — and the log must read back record for record as sent. Every run also
+        sends batches of each size just under, at and over 2, 4, 8, 16 and 64 KiB of JSON,
+        where real stores switch to chunked or buffered writes.
         """
         batches = _require_batches(run_store)
         middle, cuts, finish = program

@@ -16,6 +16,7 @@ from typing import Any
 from polyloop._loop._commit import inline_commit
 from polyloop.ports import BatchRunStore, RunStore
 from polyloop.testing._shared import _sample_records
+from polyloop.testing._shared._boundaries import BOUNDARY_BYTE_SIZES
 from polyloop.testing._shared._shapes import mismatch
 from polyloop.testing._shared._skips import not_applicable
 from polyloop.types import (
@@ -27,9 +28,18 @@ from polyloop.types import (
     Record,
     RunStarted,
     StopReason,
+    canonical_json,
 )
 
-__all__ = ["InlineCommit", "calls", "inline_or_skip", "read", "same_log", "started"]
+__all__ = [
+    "InlineCommit",
+    "calls",
+    "inline_or_skip",
+    "read",
+    "same_log",
+    "sized_batches",
+    "started",
+]
 
 InlineCommit = Callable[..., bool]
 
@@ -69,11 +79,41 @@ _STEP: tuple[Record, ...] = (
 )
 
 
+def _json_bytes(records: Sequence[Record]) -> int:
+    return sum(len(canonical_json(r.to_json()).encode("utf-8")) for r in records)
+
+
+def _sized(step: int, size: int) -> tuple[Record, ...]:
+    """A step's reply and action intent (and the next call's intent) of ``size`` bytes of
+    canonical JSON in all, the reply's text padded to reach it."""
+
+    def batch(text: str) -> tuple[Record, ...]:
+        return (
+            ModelReplied(step_index=step, reply=ModelReply(text=text)),
+            ActionIntent(step_index=step, action=Action(text=f"action {step}")),
+            ModelCallIntent(step_index=step + 1, prompt_chars=7),
+        )
+
+    return batch("r" * max(0, size - _json_bytes(batch(""))))
+
+
+#: The batch sizes past which real stores take another path (a buffer, a chunked write, a
+#: page): just under, at and over 2, 4, 8, 16 and 64 KiB (``BOUNDARY_BYTE_SIZES``).
+_BATCH_BYTES = tuple(n for n in BOUNDARY_BYTE_SIZES if n <= 65_537)
+
+
+def sized_batches(first_step: int) -> list[tuple[Record, ...]]:
+    """Batches of :data:`_BATCH_BYTES` bytes, one step each from ``first_step`` on."""
+    return [_sized(first_step + n, size) for n, size in enumerate(_BATCH_BYTES)]
+
+
 def calls(run_id: str, *, finish: bool) -> list[tuple[Record, ...]]:
     """The batches of a run as the loop commits them: the start with the first intent, a reply
-    with its action intent, single records, and (``finish``) a last batch ending the run."""
+    with its action intent, single records, batches of every size of :data:`_BATCH_BYTES`,
+    and (``finish``) a last batch ending the run."""
     first, reply, action, intent, second = _STEP
     batches: list[tuple[Record, ...]] = [(started(run_id), first), (reply, action), (intent,)]
+    batches += sized_batches(2)
     batches.append((second, _FINISHED) if finish else (second,))
     return batches
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from polyloop._base._run_index import RunQuery
@@ -16,6 +18,7 @@ from polyloop.testing._run_store._index_probe import (
 )
 from polyloop.testing._run_store._run_ids import (
     fresh_run_id,
+    unique_run_id,
 )
 from polyloop.testing._run_store._store_calls import (
     check_store,
@@ -33,6 +36,34 @@ from polyloop.types import (
 
 __all__ = ["IndexAndListing"]
 
+#: How many runs the store holds when it is listed again: just past the pages of 100 and 128
+#: and the 256 of real listings (boundary catalogue, ``BOUNDARY_COUNTS``), cheaply.
+_LISTED_AT = (101, 129, 257)
+
+
+async def _many_runs_listed(run_store: RunStore) -> None:
+    """Start runs until the store holds more than each page size of :data:`_LISTED_AT`, and
+    list them each time: every run started is listed, exactly once."""
+    started: list[str] = []
+    for count in _LISTED_AT:
+        while len(started) < count:
+            run_id = unique_run_id(f"page{len(started):04d}")
+            await run_store.append(run_id, _started(run_id), sequence=0)
+            started.append(run_id)
+        listed = await run_store.run_ids()
+        assert isinstance(listed, list), (
+            f"run_ids() must return a list, got {type(listed).__name__}"
+        )
+        mine, counted = set(started), Counter(listed)
+        missing = [r for r in started if r not in counted]
+        assert not missing, (
+            f"run_ids() of a store holding {count} started runs (and {len(listed)} listed) "
+            f"leaves out {len(missing)} of them, e.g. {short(missing[:3])} — a first page "
+            "only? run_ids() must list every run"
+        )
+        twice = sorted(r for r, n in counted.items() if r in mine and n > 1)
+        assert not twice, f"run_ids() lists {short(twice[:3])} more than once ({count} runs)"
+
 
 class IndexAndListing:
     """Every run is listed, and the index agrees with the log."""
@@ -45,6 +76,9 @@ class IndexAndListing:
         hold other runs; the run id is listed exactly as it was given (128 characters, mixed
         case). When ``store_samples`` names a factory, every one of three store objects on the
         same data lists the runs any of them started, whether it was opened before or after.
+        And a store holding more runs than a page — 101, 129 and 257 started runs — lists every
+        one of them, exactly once: a listing that returns the first page of its backend (100,
+        128 or 256 rows) hides every later run.
         """
         check_store(run_store)
         run_id = fresh_run_id()
@@ -61,6 +95,7 @@ class IndexAndListing:
         assert after.count(run_id) == 1, (
             f"run_ids() lists the new run {after.count(run_id)} times after its start was appended"
         )
+        await _many_runs_listed(run_store)
         await across_objects(store_samples, listing_across_objects)
 
     async def test_index_agrees_with_log(self, run_store: RunStore) -> None:

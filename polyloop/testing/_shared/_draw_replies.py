@@ -37,6 +37,8 @@ def wild_model_replies(*, long: bool = True) -> st.SearchStrategy[ModelReply]:
 # Built once: a composite that builds strategies on every draw spends its time validating them.
 _WILD_FIELD = _wild_field()
 _ID_FIELD = _WILD_FIELD.filter(bool)
+# Spliced into a reply with long=False: no 10 000-character nasty text (a short reply stays short).
+_SHORT_FIELD = _WILD_FIELD.filter(lambda text: len(text) <= 200)
 _LONG_TEXT = long_reply_texts()
 _USAGE = st.dictionaries(_WILD_FIELD, usage_numbers(), min_size=1, max_size=2)
 _ENDING_RUNS = st.lists(st.sampled_from(LINE_ENDINGS), min_size=1, max_size=4)
@@ -47,7 +49,7 @@ _JOINS = st.one_of(st.sampled_from(LINE_ENDINGS), st.sampled_from(("", " ", "\n\
 _NEW_WORD = st.one_of(
     st.text(st.sampled_from(string.ascii_letters + "_"), min_size=1, max_size=10),
     st.sampled_from(("naïve", "日本語", "x\U0001f600", "e\u0301", "\U0001d518")),
-    wild_texts(max_size=4).filter(bool),
+    wild_texts(max_size=4).filter(lambda text: 0 < len(text) <= 40),  # a word, not a page
 )
 
 
@@ -84,7 +86,7 @@ def _around(
         text = text[start : draw(st.integers(start, len(text)))]
     elif how == "splice":
         at = draw(st.integers(0, len(text)))
-        text = text[:at] + draw(_WILD_FIELD) + text[at:]
+        text = text[:at] + draw(_WILD_FIELD if long else _SHORT_FIELD) + text[at:]
     elif how == "several":  # several tool calls in one reply, some with a word changed
         for _ in range(draw(st.integers(1, 3))):
             other = replies[draw(texts)].text

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import functools
 import re
+from datetime import UTC, datetime
 
 from hypothesis import strategies as st
 
 from polyloop._base._run_id import MAX_RUN_ID, RUN_ID_FIRST, RUN_ID_REST
+from polyloop.testing._shared._boundaries import (
+    BOUNDARY_COUNTS,
+    BOUNDARY_NUMBER_TEXTS,
+    BOUNDARY_TEXTS,
+    BOUNDARY_TIMES,
+)
 
 MAX_INT = 2**63 - 1
 
@@ -40,17 +47,41 @@ NASTY_TEXTS: tuple[str, ...] = (
 
 _characters = st.characters(codec="utf-8")  # all of Unicode except lone surrogates
 
+
 #: The default size of a drawn short text.
 SHORT_TEXT = 40
 
 
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= char <= "\udfff" for char in text)
+
+
+#: The boundary catalogue's texts and numbers written as text (``BOUNDARY_TEXTS``,
+#: ``BOUNDARY_NUMBER_TEXTS``) that :func:`texts` draws: all but the lone surrogates and the
+#: integers of thousands of digits (a short text stays short; the probes that need those sweep
+#: them explicitly).
+_BOUNDARY_TEXTS = tuple(
+    text
+    for text in BOUNDARY_TEXTS + BOUNDARY_NUMBER_TEXTS
+    if not _has_surrogate(text) and len(text) <= SHORT_TEXT
+)
+
+
 def texts(*, max_size: int = SHORT_TEXT) -> st.SearchStrategy[str]:
-    """Any text: the nasty strings above, arbitrary Unicode (incl. control and astral chars)."""
+    """Any text: the nasty strings above, the boundary catalogue's texts (no lone surrogate),
+    arbitrary Unicode (incl. control and astral chars)."""
     return st.one_of(
         st.sampled_from(NASTY_TEXTS),
+        st.sampled_from(_BOUNDARY_TEXTS),
         st.text(_characters, max_size=max_size),
-        st.text(st.sampled_from("\x00\x01\x1b\r\n\t\u2028\u0085 a\U0001f600"), max_size=8),
+        # A small alphabet of the characters real code breaks on, so short texts mix them:
+        # controls, line separators, an astral character and letters whose case mapping
+        # changes the length (an offset found in the folded text is wrong in the original).
+        st.text(st.sampled_from(_EDGE_CHARACTERS), max_size=8),
     )
+
+
+_EDGE_CHARACTERS = "\x00\x01\x1b\r\n\t\u2028\u0085 a\U0001f600\u00df\u0130\ufb01"
 
 
 #: Hand-picked strings a record or an event field carries that :data:`NASTY_TEXTS` leaves out:
@@ -102,6 +133,7 @@ def _record_texts(max_size: int) -> st.SearchStrategy[str]:
     return st.one_of(
         texts(max_size=max_size),
         st.sampled_from(FIELD_TEXTS),
+        st.sampled_from(BOUNDARY_TEXTS),
         st.text(_WIDE_CHARACTERS, max_size=max_size).map(_unpaired),
     )
 
@@ -148,20 +180,36 @@ def optional_texts(*, max_size: int = SHORT_TEXT) -> st.SearchStrategy[str | Non
 
 
 def counts() -> st.SearchStrategy[int]:
-    """Non-negative ints: 0 and 1 often, large values (2**31, 2**53 + 1, 2**63 - 1) too."""
+    """Non-negative ints: 0 and 1 often, the boundary catalogue's counts (``BOUNDARY_COUNTS``:
+    around 64, 100, 128, 256, 500, 1 000, 1 024, 4 096, 10 000), large values (2**31, 2**53 + 1,
+    2**63 - 1) too."""
     return st.one_of(
         st.sampled_from((0, 1, 2**31 - 1, 2**31, 2**53 + 1, MAX_INT)),
+        st.sampled_from(BOUNDARY_COUNTS),
         st.integers(min_value=0, max_value=MAX_INT),
     )
 
 
-def timestamps() -> st.SearchStrategy[str]:
-    """UTC ISO-8601 with milliseconds and ``Z``, as the library writes them."""
-    from datetime import UTC, datetime
+def _written(instant: datetime) -> str:
+    return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
-    return st.datetimes(
+
+#: The boundary catalogue's instants (``BOUNDARY_TIMES``) from 1970 to 2999, in UTC: either
+#: side of daylight-saving changes, a leap day, 2038-01-19 03:14:07 and :08, the epoch.
+_BOUNDARY_TIMESTAMPS = tuple(
+    _written(instant.astimezone(UTC))
+    for instant in BOUNDARY_TIMES
+    if datetime(1970, 1, 1, tzinfo=UTC) <= instant < datetime(3000, 1, 1, tzinfo=UTC)
+)
+
+
+def timestamps() -> st.SearchStrategy[str]:
+    """UTC ISO-8601 with milliseconds and ``Z``, as the library writes them: the boundary
+    catalogue's instants in 1970 … 2999 often, any other too."""
+    drawn = st.datetimes(
         min_value=datetime(1970, 1, 1), max_value=datetime(2999, 12, 31), timezones=st.none()
-    ).map(lambda d: d.replace(tzinfo=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+    ).map(lambda d: _written(d.replace(tzinfo=UTC)))
+    return st.one_of(st.sampled_from(_BOUNDARY_TIMESTAMPS), drawn)
 
 
 def run_ids() -> st.SearchStrategy[str]:

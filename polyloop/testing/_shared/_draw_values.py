@@ -9,6 +9,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from polyloop.testing._shared._boundaries import BOUNDARY_NUMBERS
 from polyloop.testing._shared._draw_texts import (
     MAX_INT,
     MAX_LONG_TEXT_BYTES,
@@ -53,12 +54,23 @@ from polyloop.types import (
 
 _Texts = Callable[..., st.SearchStrategy[str]]
 
+#: ``BOUNDARY_NUMBERS`` within ``-2**63 … 2**63 - 1`` and finite: the integers and floats (``1``
+#: beside ``1.0``) a JSON, SQLite or PostgreSQL store keeps as they are; never a bool, nor
+#: ``-0.0`` (PostgreSQL's ``numeric`` has no negative zero).
+_FAITHFUL_NUMBERS: tuple[int | float, ...] = tuple(
+    n
+    for n in BOUNDARY_NUMBERS
+    if (type(n) is int and -(2**63) <= n <= MAX_INT)
+    or (type(n) is float and n in (0.0, 1.0) and str(n) != "-0.0")
+)
+
 
 def _json_scalars(text: _Texts = texts) -> st.SearchStrategy[Any]:
     return st.one_of(
         st.none(),
         st.booleans(),
-        st.sampled_from((0, -1, 2**53 + 1, -(2**63), MAX_INT)),
+        # The boundary catalogue's integers and floats that every store keeps faithfully.
+        st.sampled_from(_FAITHFUL_NUMBERS),
         st.integers(min_value=-(2**63), max_value=MAX_INT),
         # Exact binary fractions: one faithful decimal form in every JSON backend.
         st.integers(min_value=-(10**6), max_value=10**6).map(lambda n: n / 8),
