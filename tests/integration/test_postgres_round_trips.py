@@ -25,7 +25,7 @@ import pytest
 from polyloop import ModelCallIntent, Record, RunFinished, RunQuery, RunStarted, StopReason
 from polyloop.stores import PostgresStore
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.postgres]
+pytestmark = [pytest.mark.postgres]
 
 
 def started(run_id: str) -> RunStarted:
@@ -113,6 +113,7 @@ async def store_with(dsn: str, connections: int) -> AsyncIterator[PostgresStore]
         yield store
 
 
+@pytest.mark.asyncio
 async def test_a_lone_commit_is_one_statement_in_one_round_trip(postgres_database_dsn: str) -> None:
     async with store_with(postgres_database_dsn, 1) as store:
         batches = [
@@ -133,6 +134,7 @@ async def test_a_lone_commit_is_one_statement_in_one_round_trip(postgres_databas
         assert list(log.records) == [r for batch in batches for r in batch]
 
 
+@pytest.mark.asyncio
 async def test_a_refused_lone_commit_is_one_round_trip_and_raises_the_rules_error(
     postgres_database_dsn: str,
 ) -> None:
@@ -150,6 +152,7 @@ async def test_a_refused_lone_commit_is_one_round_trip_and_raises_the_rules_erro
             assert (wire.statements, wire.round_trips) == (1, 1), wire.lines
 
 
+@pytest.mark.asyncio
 async def test_a_group_is_one_round_trip_whatever_its_size(postgres_database_dsn: str) -> None:
     async with store_with(postgres_database_dsn, 2) as store:
         runs = [f"g{n:02}" for n in range(12)]
@@ -167,6 +170,7 @@ async def test_a_group_is_one_round_trip_whatever_its_size(postgres_database_dsn
         assert by_size == [(1, 1), (13, 1)], [w.lines for w in wires]
 
 
+@pytest.mark.asyncio
 async def test_groups_commit_at_once_on_several_connections(postgres_database_dsn: str) -> None:
     """While a group waits for a row lock, the next group commits on another connection (one
     group in flight at a time made every later append wait for the lock's holder)."""
@@ -194,6 +198,7 @@ async def test_groups_commit_at_once_on_several_connections(postgres_database_ds
             assert len((await store.read_log(run_id)).records) == 2
 
 
+@pytest.mark.asyncio
 async def test_many_writers_on_several_connections_keep_every_log_whole(
     postgres_database_dsn: str,
 ) -> None:
@@ -220,3 +225,65 @@ async def test_many_writers_on_several_connections_keep_every_log_whole(
         summaries = await first.query_runs(RunQuery())
         assert len(summaries) == 64
         assert {s.stop_reason for s in summaries} == {StopReason.AGENT_FINISHED}
+
+
+def test_two_processes_writing_the_same_runs_in_concurrent_groups_stay_fenced(
+    postgres_database_dsn: str, tmp_path: Path
+) -> None:
+    """Two processes, each with sixteen writers committing in groups on several connections,
+    append to the same six runs at once: each log is exactly the batches acknowledged to one
+    writer or the other, each once, in order — the fence holds across processes whatever the
+    groups' order, and no group deadlocks."""
+    import subprocess
+
+    from polyloop.stores import open_store
+    from tests.integration._scenario import CHILD_TIMEOUT_S, REPO_ROOT, child_command
+
+    acks = tmp_path / "acks"
+    children = [
+        subprocess.Popen(
+            child_command("contending_child", postgres_database_dsn, str(acks), str(tag)),
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tag in (1, 2)
+    ]
+    for child in children:
+        out, err = child.communicate(timeout=CHILD_TIMEOUT_S)
+        assert child.returncode == 0, err
+        assert "DONE" in out, err
+
+    acked: dict[str, dict[int, str]] = {}
+    for line in acks.read_text().splitlines():
+        run_id, at, writer = line.split()
+        assert int(at) not in acked.setdefault(run_id, {}), f"acknowledged twice: {line}"
+        acked[run_id][int(at)] = writer
+
+    async def logs() -> dict[str, list[Record]]:
+        store = open_store(postgres_database_dsn)
+        try:
+            return {run_id: list((await store.read_log(run_id)).records) for run_id in acked}
+        finally:
+            await store.aclose()  # type: ignore[attr-defined]
+
+    assert len(acked) == 6
+    tags: set[int] = set()
+    for run_id, log in asyncio.run(logs()).items():
+        assert log[0] == RunStarted(
+            run_id=run_id,
+            goal="contend",
+            parameters={},
+            parameters_hash="sha256:" + "0" * 64,
+            started_at="2026-12-06T06:00:00.000Z",
+        )
+        expected: list[tuple[int, int]] = []
+        for sequence in sorted(acked[run_id])[1:]:
+            tag = int(acked[run_id][sequence])
+            tags.add(tag)
+            expected += [(sequence, tag), (sequence + 1, tag)]
+        intents = [r for r in log[1:] if isinstance(r, ModelCallIntent)]
+        assert len(intents) == len(log) - 1
+        assert [(r.step_index, r.prompt_chars) for r in intents] == expected
+    assert tags == {1, 2}  # both processes got batches in
