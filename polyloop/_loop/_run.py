@@ -620,9 +620,8 @@ async def start(
     known_new: bool = False,
 ) -> RunResult:
     """:func:`run`, plus what only the library sets: ``RunStarted``'s batch fields, how the
-    run is driven (:class:`Driving`), and ``known_new``: the caller read the run's log empty
-    just before, so it is not read again (the store's fence refuses the first commit of a run
-    started since, before any seam is called)."""
+    run is driven (:class:`Driving`), and ``known_new``: the caller just read the run's log
+    empty, so it is not read again (the fence refuses a run started since, before any seam)."""
     run_id = new_run_id() if run_id is None else validate_run_id(run_id)
     goal = _check_goal(goal)
     seams = _set_up(agent, (model, parser, executor, store, events), store_optional=True)
