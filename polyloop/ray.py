@@ -73,6 +73,7 @@ async def _drive(job: ShippedJob, task: Task) -> TaskOutcome:
             store=store,
             batch=job.batch,
             time_limit_s=job.time_limit_s,
+            fresh=task.id in job.fresh,
         )
     finally:
         aclose = getattr(store, "aclose", None)

@@ -64,6 +64,9 @@ class BatchJob:
     draining: asyncio.Event | None = field(default=None, compare=False)
     #: The instrumentation each run gets (``run(..., instrumentation=...)``), or ``None``.
     instrumentation: Instrumentation | None = None
+    #: The ids of the tasks whose runs had no log when the batch was vetted: their drive reads
+    #: no log (a run started by another process since then is fenced off by the store).
+    fresh: frozenset[str] = frozenset()
 
     async def drive(self, task: Task) -> TaskOutcome:
         """:func:`drive_task` for ``task`` against this job's store, in this process."""
@@ -76,6 +79,7 @@ class BatchJob:
             time_limit_s=self.time_limit_s,
             draining=self.draining,
             instrumentation=self.instrumentation,
+            fresh=task.id in self.fresh,
         )
 
 
@@ -90,6 +94,7 @@ class ShippedJob:
     batch: str
     time_limit_s: float | None
     instrumentation: Instrumentation | None
+    fresh: frozenset[str] = frozenset()
 
 
 def shipped(job: BatchJob, who: str, *, instrumentation: bool = True) -> ShippedJob:
@@ -102,6 +107,7 @@ def shipped(job: BatchJob, who: str, *, instrumentation: bool = True) -> Shipped
         job.batch,
         job.time_limit_s,
         job.instrumentation if instrumentation else None,
+        job.fresh,
     )
 
 

@@ -118,6 +118,7 @@ async def drive_task(
     time_limit_s: float | None = None,
     draining: asyncio.Event | None = None,
     instrumentation: Instrumentation | None = None,
+    fresh: bool = False,
 ) -> TaskOutcome:
     """Skip, resume, refuse or start ``task``'s run in ``store``, and say what became of it.
 
@@ -128,7 +129,10 @@ async def drive_task(
     nothing more is written for it (no ``RunFinished(cancelled)``), and ``CancelledError``
     propagates. Once ``draining`` is set the run starts no new model call and no new action:
     it stops unfinished at the next one (``interrupted``, resumable, nothing in doubt).
-    ``instrumentation`` is the run's (``run(..., instrumentation=...)``).
+    ``instrumentation`` is the run's (``run(..., instrumentation=...)``). ``fresh``: the batch
+    was vetted and this run had no log then; it is started without reading the log again (a
+    run another process started since then is refused by the store's fence at the first
+    commit, before any seam is called).
     """
     try:
         run_id = batch_run_id(batch, task.id)
@@ -136,7 +140,7 @@ async def drive_task(
         return TaskOutcome(task_id=task.id, run_id="", what="refused", error=str(exc))
     tally = Tally()
     try:
-        log = await store.read_log(run_id)
+        log = RunLog.empty() if fresh else await store.read_log(run_id)
     except Exception as exc:
         return tally.outcome(task.id, run_id, "failed", error=exception_text(exc))
     tally.add(log.records)
@@ -197,6 +201,7 @@ async def _drive(
             batch=batch,
             task_id=task.id,
             labels=task.labels,
+            known_new=True,  # "start" is the verdict on an empty log: no third read
             **seams,
         )
 

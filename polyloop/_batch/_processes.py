@@ -384,6 +384,7 @@ async def _serve(job: ShippedJob, from_driver: Connection, to_driver: Connection
                 time_limit_s=job.time_limit_s,
                 draining=draining,
                 instrumentation=job.instrumentation,
+                fresh=task.id in job.fresh,
             )
         except asyncio.CancelledError:
             to_driver.send(("outcome", interrupted(task, job.batch)))

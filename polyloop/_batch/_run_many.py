@@ -122,6 +122,7 @@ async def vet(checked: Plan) -> Plan:
     )
     waiting = iter(enumerate(checked.tasks))
     resuming: dict[str, TaskOutcome] = {}
+    fresh: set[str] = set()
 
     async def reader() -> None:
         for index, task in waiting:
@@ -136,6 +137,8 @@ async def vet(checked: Plan) -> Plan:
                 verdicts[index] = (verdict, None)
             if verdict.action == "resume":
                 resuming[task.id] = tally.outcome(task.id, run_id, "interrupted")
+            if verdict.action == "start" and not log.records:
+                fresh.add(task.id)  # its drive need not read the empty log again
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -151,7 +154,13 @@ async def vet(checked: Plan) -> Plan:
         raise TaskRefused(index, task_id, reason, others=len(refused) - 1)
     skipped = tuple(outcome for _, outcome in verdicts if outcome is not None)
     to_drive = tuple(t for t, (_, o) in zip(checked.tasks, verdicts, strict=True) if o is None)
-    return replace(checked, tasks=to_drive, skipped=checked.skipped + skipped, resuming=resuming)
+    return replace(
+        checked,
+        job=replace(job, fresh=frozenset(fresh)),
+        tasks=to_drive,
+        skipped=checked.skipped + skipped,
+        resuming=resuming,
+    )
 
 
 def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -613,14 +613,17 @@ async def start(
     how: Driving | None = None,
     instrumentation: Instrumentation | None = None,
     end_on_parser_error: bool = False,
+    known_new: bool = False,
 ) -> RunResult:
-    """:func:`run`, plus what only the library sets: ``RunStarted``'s batch fields, and how the
-    run is driven (:class:`Driving`)."""
+    """:func:`run`, plus what only the library sets: ``RunStarted``'s batch fields, how the
+    run is driven (:class:`Driving`), and ``known_new``: the caller just read the run's log
+    empty, so it is not read again (the fence refuses a run started since, before any seam)."""
     run_id = new_run_id() if run_id is None else validate_run_id(run_id)
     goal = _check_goal(goal)
     seams = _set_up(agent, (model, parser, executor, store, events), store_optional=True)
     _check_seams(defaults=("instrumentation",), instrumentation=instrumentation)
-    await _check_new(run_id, seams.store)
+    if not known_new:
+        await _check_new(run_id, seams.store)
     driver = _Driver(run_id, agent, goal, seams, how)
     driver.end_on_parser_error = bool(end_on_parser_error)
     started = _started_record(

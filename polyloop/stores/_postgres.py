@@ -30,6 +30,7 @@ from polyloop._base._run_id import validate_run_id
 from polyloop._base._run_index import RunQuery, RunStats, RunSummary
 from polyloop.errors import (
     IndexNotBuilt,
+    PolyloopError,
     RunAlreadyExists,
     RunConflict,
     SchemaVersionError,
@@ -39,7 +40,7 @@ from polyloop.stores._postgres_index import (
     INDEX_COLUMNS,
     INDEXED_VERSION,
     build_index,
-    index_batch,
+    index_arguments,
     query_runs,
     run_stats,
 )
@@ -47,7 +48,7 @@ from polyloop.stores._rules import check_append_many, check_batch, check_record,
 from polyloop.types import Record, RunFinished, RunLog, RunStarted
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection
+    from psycopg import AsyncConnection, AsyncCursor
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["PostgresStore"]
@@ -147,21 +148,23 @@ class _LoopBinding:
     opening: asyncio.Lock = field(default_factory=asyncio.Lock)
     pool: AsyncConnectionPool[Any] | None = None
     guardian: asyncio.Task[None] | None = None
-    # Group commit: commits in flight (alone or a group), the batches waiting for the next
-    # group, and the task that commits the groups while any are waiting.
+    # Group commit: commits in flight (alone or a group), the batches waiting for a group, the
+    # tasks committing groups (at most one per pool connection, each on its own connection),
+    # and whether one of them is about to take the waiting batches (then no other is started).
     committing: int = 0
     waiting: list[_Waiter] = field(default_factory=list)
-    grouper: asyncio.Task[None] | None = None
+    groupers: set[asyncio.Task[None]] = field(default_factory=set)
+    starting: asyncio.Task[None] | None = None
 
 
 @dataclass(slots=True, eq=False)
 class _Waiter:
-    """A batch waiting for the next group commit, and the future its append awaits."""
+    """A batch waiting for a group commit, and the future its append awaits."""
 
     run_id: str
     batch: tuple[Record, ...]
     sequence: int
-    rows: list[tuple[str, int, str, str]]
+    arguments: tuple[Any, ...]
     future: asyncio.Future[None]
 
 
@@ -234,11 +237,11 @@ class PostgresStore(AsyncClosing):
         All or nothing: the append rules apply to each record in order under the run's row
         lock, and the first violation is raised with nothing written. With nothing else of this
         store committing, the transaction is this batch's own, in the caller's task; otherwise
-        the batch waits for the next group commit (docs/design/0005): one transaction for every
-        batch then waiting, each still all or nothing and fenced, and durable when this returns.
+        the batch waits for a group commit (docs/design/0005): one transaction for every batch
+        then waiting, each still all or nothing and fenced, and durable when this returns.
         """
         batch = check_batch(run_id, records, sequence)
-        rows = [(run_id, sequence + n, r.kind, r.to_json()) for n, r in enumerate(batch)]
+        arguments = _append_arguments(run_id, batch, sequence)
         if not self._migrate:
             await self._pool()
             if not self._indexed:
@@ -252,48 +255,51 @@ class PostgresStore(AsyncClosing):
         if not binding.committing and not binding.waiting:
             binding.committing += 1
             try:
-                await self._commit_alone(pool, run_id, batch, sequence, rows)
+                async with pool.connection() as conn:
+                    outcome = await self._write_batch(conn, run_id, batch, sequence, arguments)
             finally:
                 binding.committing -= 1
+                self._start_groups(binding, pool)
+            if outcome is not None:
+                raise outcome
             return
-        loop = asyncio.get_running_loop()
-        waiter = _Waiter(run_id, batch, sequence, rows, loop.create_future())
+        future = asyncio.get_running_loop().create_future()
+        waiter = _Waiter(run_id, batch, sequence, arguments, future)
         binding.waiting.append(waiter)
-        if binding.grouper is None:
-            binding.grouper = loop.create_task(
-                self._commit_groups(binding, pool), name="polyloop-group-commit"
-            )
+        self._start_groups(binding, pool)
         # Cancelled while waiting, the batch is dropped (nothing written); once its group has
         # begun, the group commits it whole whatever happens to this await.
         await waiter.future
 
-    # shared shape, kept on purpose: protocol signature: one batch's commit, shared by its steps
-    async def _commit_alone(
-        self,
-        pool: AsyncConnectionPool[Any],
-        run_id: str,
-        batch: tuple[Record, ...],
-        sequence: int,
-        rows: list[tuple[str, int, str, str]],
-    ) -> None:
-        import psycopg
-
-        try:
-            async with pool.connection() as conn, conn.transaction():
-                await self._write_batch(conn, run_id, batch, sequence, rows)
-        except psycopg.errors.UniqueViolation:
-            raise _refusal(run_id, batch, sequence) from None
+    def _start_groups(self, binding: _LoopBinding, pool: AsyncConnectionPool[Any]) -> None:
+        """Start a group task for the waiting batches, unless one is about to take them or
+        every pool connection already carries a group. The task takes the batches only when it
+        first runs: every append made in this turn of the event loop joins the same group."""
+        if not binding.waiting or binding.starting is not None:
+            return
+        if len(binding.groupers) >= self._max_size:
+            return  # the groups in flight take the waiting batches when they are done
+        task = asyncio.get_running_loop().create_task(
+            self._commit_groups(binding, pool), name="polyloop-group-commit"
+        )
+        binding.starting = task
+        binding.groupers.add(task)
 
     async def _commit_groups(self, binding: _LoopBinding, pool: AsyncConnectionPool[Any]) -> None:
         """Commit the waiting batches, a group at a time, while any are waiting; hand each
-        waiter its outcome once its group's ``COMMIT`` returned."""
+        waiter its outcome once its group's ``COMMIT`` returned. Several of these run at once,
+        each group on its own connection (docs/design/0005)."""
+        task = asyncio.current_task()
         try:
             while binding.waiting:
+                if binding.starting is task:
+                    binding.starting = None
                 # A waiter cancelled before its group began gave up: nothing of it is written.
                 group = [waiter for waiter in binding.waiting if not waiter.future.done()]
                 binding.waiting = []
                 if not group:
                     continue
+                self._start_groups(binding, pool)  # batches arriving now need not wait for this
                 binding.committing += 1
                 try:
                     outcomes = await self._commit_group(pool, group)
@@ -305,99 +311,74 @@ class PostgresStore(AsyncClosing):
                     outcomes = [exc] * len(group)
                 finally:
                     binding.committing -= 1
-                for waiter, outcome in zip(group, outcomes, strict=True):
-                    if waiter.future.done():  # cancelled meanwhile: committed all the same
-                        continue
-                    if outcome is None:
-                        waiter.future.set_result(None)
-                    else:
-                        waiter.future.set_exception(outcome)
+                _settle(group, outcomes)
         finally:
-            binding.grouper = None
-            for waiter in binding.waiting:  # only if cancelled: nothing of theirs was written
-                waiter.future.cancel()
-            binding.waiting = []
+            if binding.starting is task:
+                binding.starting = None
+            binding.groupers.discard(task)
+            if not binding.groupers:
+                for waiter in binding.waiting:  # only if cancelled: nothing of theirs written
+                    waiter.future.cancel()
+                binding.waiting = []
 
     async def _commit_group(
         self, pool: AsyncConnectionPool[Any], group: list[_Waiter]
     ) -> list[BaseException | None]:
-        """One transaction for every batch of ``group``, each under its own savepoint: each
-        batch's outcome, ``None`` (committed) or the error that refused it alone. An error of the
-        transaction itself (its ``COMMIT``, the connection) is raised: nothing of it is written.
+        """One transaction for every batch of ``group``, sent in one round trip (pipeline
+        mode): ``BEGIN``, each batch's append function, ``COMMIT``. Each batch's outcome,
+        ``None`` (committed) or the error that refused it alone (the function rolls a refused
+        batch back to its own savepoint). An error of the transaction itself (its ``COMMIT``,
+        the connection) is raised: nothing of it is written.
 
         Batches are written in run-id order: every group takes its row locks in one order, so
-        two groups (two store objects, two processes) can wait for each other but never deadlock.
+        two groups (of this store object, of two objects or processes) can wait for each other
+        but never deadlock.
         """
-        import psycopg
-        from psycopg.pq import TransactionStatus
+        order = sorted(group, key=lambda waiter: waiter.run_id)
+        async with pool.connection() as conn:
+            if len(order) == 1:  # its own transaction: no BEGIN, no COMMIT to send
+                only = order[0]
+                outcome = await self._write_batch(
+                    conn, only.run_id, only.batch, only.sequence, only.arguments
+                )
+                return [outcome]
+            async with conn.pipeline():
+                await conn.execute("BEGIN")
+                sent = [
+                    (waiter, await self._send_batch(conn, waiter.arguments)) for waiter in order
+                ]
+                await conn.execute("COMMIT")
+            outcomes = {
+                id(waiter): _outcome(
+                    await cursor.fetchone(), waiter.run_id, waiter.batch, waiter.sequence
+                )
+                for waiter, cursor in sent
+            }
+        return [outcomes[id(waiter)] for waiter in group]
 
-        outcomes: list[BaseException | None] = [None] * len(group)
-        order = sorted(range(len(group)), key=lambda n: group[n].run_id)
-        async with pool.connection() as conn, conn.transaction():
-            for n in order:
-                waiter = group[n]
-                try:
-                    async with conn.transaction():  # SAVEPOINT: a refused batch rolls back alone
-                        await self._write_batch(
-                            conn, waiter.run_id, waiter.batch, waiter.sequence, waiter.rows
-                        )
-                except Exception as exc:
-                    if conn.info.transaction_status != TransactionStatus.INTRANS:
-                        raise  # the transaction itself is gone: the whole group fails
-                    if isinstance(exc, psycopg.errors.UniqueViolation):
-                        exc = _refusal(waiter.run_id, waiter.batch, waiter.sequence)
-                    outcomes[n] = exc
-        return outcomes
-
-    # shared shape, kept on purpose: protocol signature: one batch's commit, shared by its steps
     async def _write_batch(
         self,
         conn: AsyncConnection[Any],
         run_id: str,
         batch: tuple[Record, ...],
         sequence: int,
-        rows: list[tuple[str, int, str, str]],
-    ) -> None:
-        """Fence and insert one run's batch inside an already-open transaction; nothing else.
+        arguments: tuple[Any, ...],
+    ) -> BaseException | None:
+        """Fence and insert one run's batch in one statement, one round trip: its own
+        transaction on an idle connection. The error that refused the batch (nothing of it
+        written), or ``None``: committed and durable."""
+        cursor = await self._send_batch(conn, arguments)
+        return _outcome(await cursor.fetchone(), run_id, batch, sequence)
 
-        The one place a batch meets the tables, whether it commits alone or in a group under a
-        savepoint: what must change with a run's records in the same transaction belongs here.
-        Raises the append rule's error (or the database's, ``UniqueViolation`` for a racing
-        writer) and leaves the rolling back to the caller, which owns the transaction.
-        """
-        last = batch[-1]
-        finished = isinstance(last, RunFinished)
-        # Copied out of the body so runs can be filed by stop reason in plain SQL.
-        stop_reason = last.stop_reason.value if isinstance(last, RunFinished) else None
-        # The row lock serialises appends to one run; READ COMMITTED (forced in _configure)
-        # makes the next statement see the previous append's commit.
-        cur = await conn.execute(
-            "SELECT length, finished FROM polyloop_runs WHERE run_id = %s FOR UPDATE",
-            (run_id,),
-        )
-        row = await cur.fetchone()
-        length, was_finished = (0, False) if row is None else (int(row[0]), bool(row[1]))
-        check_append_many(run_id, batch, sequence=sequence, length=length, finished=was_finished)
-        if row is None:
-            # No row to lock yet: a racing first append is stopped by the primary key.
-            await conn.execute(
-                "INSERT INTO polyloop_runs (run_id, length, finished, stop_reason) "
-                "VALUES (%s, %s, %s, %s)",
-                (run_id, len(batch), finished, stop_reason),
-            )
-        else:
-            await conn.execute(
-                "UPDATE polyloop_runs SET length = %s, finished = %s, stop_reason = %s "
-                "WHERE run_id = %s",
-                (length + len(batch), finished, stop_reason, run_id),
-            )
-        async with conn.cursor() as insert:
-            await insert.executemany(
-                "INSERT INTO polyloop_records (run_id, sequence, kind, body) "
-                "VALUES (%s, %s, %s, %s)",
-                rows,
-            )
-        await index_batch(conn, run_id, batch)  # the run index, in the same transaction
+    async def _send_batch(
+        self, conn: AsyncConnection[Any], arguments: tuple[Any, ...]
+    ) -> AsyncCursor[Any]:
+        """The one place a batch meets the tables: a call of the append function
+        (``_APPEND_FUNCTION``), which locks the run's row, applies the fence, writes the runs
+        row with its index columns, the records, the labels and the usage, and rolls all of it
+        back to its own savepoint when anything refuses it. In pipeline mode this only queues
+        the call; what must change with a run's records belongs in the function."""
+        return await conn.execute(_APPEND, arguments)
 
     async def read_log(self, run_id: str) -> RunLog:
         validate_run_id(run_id)
@@ -538,8 +519,25 @@ class PostgresStore(AsyncClosing):
         # The fence relies on READ COMMITTED (a statement after the row lock sees the previous
         # append's commit) whatever the server's default_transaction_isolation says, and
         # "durable when append returns" on synchronous_commit whatever the server default is.
+        # A lone batch is one statement in autocommit mode, where no BEGIN names the level:
+        # the session's default is set too. The append function lives in this session's
+        # temporary schema: nothing is added to the database, whatever polyloop version made it.
+        # A batch's whole transaction reaches the server in one message, COMMIT included: a
+        # writer killed while the server runs it must not have it committed afterwards (a
+        # resume reading the log then would be fenced off by a write of a dead process). From
+        # PostgreSQL 14 the server checks, while a statement runs, that its client is still
+        # there, and aborts the statement if not; before 14 the window is the statement's
+        # duration.
+        checks = (
+            "SET client_connection_check_interval TO 1; "
+            if conn.info.server_version >= 140000
+            else ""
+        )
         await conn.set_isolation_level(IsolationLevel.READ_COMMITTED)
-        await conn.execute("SET synchronous_commit TO on")
+        await conn.execute(
+            "SET synchronous_commit TO on; "
+            f"SET default_transaction_isolation TO 'read committed'; {checks}{_APPEND_FUNCTION}"
+        )
 
     async def _ensure_schema(self) -> None:
         """Check the store schema version; create the tables in an empty database."""
@@ -633,3 +631,147 @@ def _refusal(run_id: str, batch: tuple[Record, ...], sequence: int) -> Exception
         f"run {run_id!r}: sequence {sequence} was written concurrently by another "
         "process (another process is driving this run)"
     )
+
+
+# One call appends one run's batch: the fence and every write of the batch in one statement, so
+# a lone batch is one round trip and a group is one round trip for all of its batches
+# (docs/design/0005). The append rules stay in Python (polyloop/stores/_rules.py): the caller
+# checks the batch against the log it must follow (p_valid: the rules hold for a log of
+# p_sequence records, not finished), the function writes only when the locked row is that log,
+# and otherwise returns what it found, from which the caller raises the rule's own error. The
+# inner block is a savepoint: whatever refuses a batch (a key a racing writer took, a trigger, a
+# full disk) rolls back that batch alone, and is returned, not raised, so that the other batches
+# of a group go on. Created per session in pg_temp (see _configure).
+_APPEND_FUNCTION: Final = """
+CREATE OR REPLACE FUNCTION pg_temp.polyloop_append(
+    p_run_id text, p_sequence bigint, p_valid boolean, p_kinds text[], p_bodies text[],
+    p_finished boolean, p_stop_reason text,
+    p_batch text, p_task_id text, p_labels text, p_started_at text,
+    p_label_keys text[], p_label_values text[],
+    p_steps bigint, p_executed bigint, p_final_executed bigint, p_finished_at text,
+    p_usage_keys text[], p_usage_tokens numeric[],
+    OUT o_written boolean, OUT o_length bigint, OUT o_finished boolean,
+    OUT o_state text, OUT o_message text
+) LANGUAGE plpgsql AS $polyloop$
+BEGIN
+    o_written := false;
+    BEGIN
+        SELECT r.length, r.finished INTO o_length, o_finished
+            FROM polyloop_runs r WHERE r.run_id = p_run_id FOR UPDATE;
+        IF NOT FOUND THEN
+            o_length := 0;
+            o_finished := false;
+        END IF;
+        IF NOT p_valid OR o_length <> p_sequence OR o_finished THEN
+            RETURN;
+        END IF;
+        IF o_length = 0 THEN
+            INSERT INTO polyloop_runs (run_id, length, finished, stop_reason, batch, task_id,
+                labels, run_started_at, steps, executed_actions, finished_at)
+            VALUES (p_run_id, cardinality(p_bodies), p_finished, p_stop_reason, p_batch,
+                p_task_id, coalesce(p_labels, '{}'), coalesce(p_started_at, ''), p_steps,
+                coalesce(p_final_executed, p_executed), p_finished_at);
+            IF cardinality(p_label_keys) > 0 THEN
+                INSERT INTO polyloop_run_labels (key, value, run_id)
+                SELECT u.k, u.v, p_run_id FROM unnest(p_label_keys, p_label_values) AS u(k, v);
+            END IF;
+        ELSE
+            UPDATE polyloop_runs SET length = o_length + cardinality(p_bodies),
+                finished = p_finished, stop_reason = p_stop_reason,
+                steps = polyloop_runs.steps + p_steps,
+                executed_actions = coalesce(p_final_executed,
+                    polyloop_runs.executed_actions + p_executed),
+                finished_at = coalesce(p_finished_at, polyloop_runs.finished_at)
+            WHERE polyloop_runs.run_id = p_run_id;
+        END IF;
+        INSERT INTO polyloop_records (run_id, sequence, kind, body)
+        SELECT p_run_id, p_sequence + u.n - 1, u.k, u.b
+        FROM unnest(p_kinds, p_bodies) WITH ORDINALITY AS u(k, b, n);
+        IF cardinality(p_usage_keys) > 0 THEN
+            INSERT INTO polyloop_run_usage AS t (run_id, key, tokens)
+            SELECT p_run_id, u.k, u.v FROM unnest(p_usage_keys, p_usage_tokens) AS u(k, v)
+            ON CONFLICT (run_id, key) DO UPDATE SET tokens = t.tokens + excluded.tokens;
+        END IF;
+        o_written := true;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS o_state = RETURNED_SQLSTATE, o_message = MESSAGE_TEXT;
+    END;
+END
+$polyloop$
+"""
+
+# The arrays go in binary (%b): psycopg's text form of an array escapes every element with a
+# regular expression, which cost more client CPU than the rest of the commit.
+_APPEND: Final = (
+    "SELECT o_written, o_length, o_finished, o_state, o_message FROM pg_temp.polyloop_append("
+    "%s::text, %s::bigint, %s::boolean, %b::text[], %b::text[], %s::boolean, %s::text, "
+    "%s::text, %s::text, %s::text, %s::text, %b::text[], %b::text[], "
+    "%s::bigint, %s::bigint, %s::bigint, %s::text, %b::text[], %b::text[]::numeric[])"
+)
+
+_UNIQUE_VIOLATION: Final = "23505"
+
+
+def _append_arguments(run_id: str, batch: tuple[Record, ...], sequence: int) -> tuple[Any, ...]:
+    """The append function's arguments for ``batch``: encoded on the caller's side, before the
+    batch waits for any group."""
+    try:
+        check_append_many(run_id, batch, sequence=sequence, length=sequence, finished=False)
+        valid = True
+    except PolyloopError:
+        valid = False  # refused whatever the log holds; the function reads what it holds
+    last = batch[-1]
+    # Copied out of the body so runs can be filed by stop reason in plain SQL.
+    stop_reason = last.stop_reason.value if isinstance(last, RunFinished) else None
+    return (
+        run_id,
+        sequence,
+        valid,
+        [record.kind for record in batch],
+        [record.to_json() for record in batch],
+        isinstance(last, RunFinished),
+        stop_reason,
+        *index_arguments(batch),
+    )
+
+
+def _outcome(
+    row: tuple[Any, ...] | None, run_id: str, batch: tuple[Record, ...], sequence: int
+) -> BaseException | None:
+    """What the append function's row says: ``None`` (written), the append rule's error, or the
+    database's error that refused the batch alone."""
+    import psycopg
+
+    assert row is not None  # the function returns one row
+    written, length, finished, state, message = row
+    if written:
+        return None
+    if state is None:  # not written: the log is not the one the batch must follow
+        try:
+            check_append_many(
+                run_id, batch, sequence=sequence, length=int(length), finished=bool(finished)
+            )
+        except PolyloopError as exc:
+            return exc
+        raise StoreCorrupted(  # the function and the rules disagree: never seen
+            f"run {run_id!r}: the append at sequence {sequence} was not written, yet the log "
+            f"({length} records, finished={finished}) accepts it"
+        )
+    if state == _UNIQUE_VIOLATION:
+        return _refusal(run_id, batch, sequence)
+    try:
+        error_class = psycopg.errors.lookup(state)
+    except KeyError:
+        error_class = psycopg.DatabaseError
+    return error_class(message)
+
+
+def _settle(group: list[_Waiter], outcomes: list[BaseException | None]) -> None:
+    """Hand each waiter of a committed group its outcome."""
+    for waiter, outcome in zip(group, outcomes, strict=True):
+        if waiter.future.done():  # cancelled meanwhile: committed all the same
+            continue
+        if outcome is None:
+            waiter.future.set_result(None)
+        else:
+            waiter.future.set_exception(outcome)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
@@ -24,8 +25,6 @@ from polyloop._base._run_index import (
     summarize_log,
 )
 from polyloop.errors import PolyloopError
-
-# shared shape, kept on purpose: import list
 from polyloop.stores._index_sql import (
     IndexSql,
     column_text,
@@ -45,7 +44,7 @@ __all__ = [
     "INDEXED_VERSION",
     "INDEX_COLUMNS",
     "build_index",
-    "index_batch",
+    "index_arguments",
     "query_runs",
     "run_stats",
 ]
@@ -83,50 +82,40 @@ INDEX_COLUMNS: Final = (
 )
 
 
-async def index_batch(conn: AsyncConnection[Any], run_id: str, batch: Sequence[Record]) -> None:
-    """Bring the run's row up to date with ``batch``, inside ``append_many``'s transaction (the
-    row exists: ``append_many`` wrote it first)."""
+def index_arguments(batch: Sequence[Record]) -> tuple[Any, ...]:
+    """What ``batch`` changes in its run's index, as the append function's arguments (after
+    ``p_stop_reason``, see polyloop/stores/_postgres.py): the start's columns and labels (for
+    the batch that starts the run), the steps and executed actions to add, the final count and
+    time (for the batch that finishes it), the usage to add. The function writes them with the
+    runs row in the statement that writes the records: no statement for what did not change."""
     delta = index_delta(batch)
-    if delta.empty:
-        return
-    if delta.started is not None:
-        start = delta.started
-        await conn.execute(
-            "UPDATE polyloop_runs SET batch = %s, task_id = %s, labels = %s, "
-            "run_started_at = %s WHERE run_id = %s",
-            (
-                column_text(start.batch),
-                column_text(start.task_id),
-                labels_text(start.labels),
-                column_text(start.started_at),
-                run_id,
-            ),
-        )
-        await _insert_many(
-            conn,
-            "INSERT INTO polyloop_run_labels (key, value, run_id) VALUES (%s, %s, %s)",
-            [(encoded(k), encoded(v), run_id) for k, v in start.labels.items()],
-        )
-    if delta.finished is not None:
-        end = delta.finished
-        await conn.execute(
-            "UPDATE polyloop_runs SET steps = steps + %s, executed_actions = %s, "
-            "finished_at = %s WHERE run_id = %s",
-            (delta.steps, end.executed_actions, column_text(end.finished_at), run_id),
-        )
-    elif delta.steps:
-        await conn.execute(
-            "UPDATE polyloop_runs SET steps = steps + %s, "
-            "executed_actions = executed_actions + %s WHERE run_id = %s",
-            (delta.steps, delta.executed_actions, run_id),
-        )
-    await _insert_many(
-        conn,
-        "INSERT INTO polyloop_run_usage (run_id, key, tokens) VALUES (%s, %s, %s) "
-        "ON CONFLICT (run_id, key) DO UPDATE SET tokens = polyloop_run_usage.tokens "
-        "+ excluded.tokens",
-        [(run_id, encoded(key), storable_number(tokens)) for key, tokens in delta.usage.items()],
+    start, end = delta.started, delta.finished
+    labels = {} if start is None else start.labels
+    return (
+        None if start is None else column_text(start.batch),
+        None if start is None else column_text(start.task_id),
+        None if start is None else labels_text(labels),
+        None if start is None else column_text(start.started_at),
+        [encoded(key) for key in labels],
+        [encoded(value) for value in labels.values()],
+        delta.steps,
+        delta.executed_actions,
+        None if end is None else end.executed_actions,
+        None if end is None else column_text(end.finished_at),
+        [encoded(key) for key in delta.usage],
+        [_numeric_text(storable_number(tokens)) for tokens in delta.usage.values()],
     )
+
+
+def _numeric_text(number: float) -> str:
+    """A usage number as PostgreSQL's ``numeric`` reads it from text."""
+    if isinstance(number, int):
+        return str(number)
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    return repr(number)
 
 
 async def _insert_many(conn: AsyncConnection[Any], sql: str, rows: list[tuple[Any, ...]]) -> None:

@@ -347,3 +347,41 @@ def test_the_durable_ratios_benchmark_refuses_bad_arguments() -> None:
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert done.returncode == 2, bad
+
+
+@pytest.mark.postgres
+def test_the_postgres_ratios_benchmark_prints_every_ratio_and_says_langgraph_was_skipped(
+    postgres_database_dsn: str,
+) -> None:
+    """``benchmarks/postgres_ratios.py`` runs without LangGraph (an optional benchmark
+    dependency): its cases are skipped and the report says so; every ratio line is printed."""
+    script = ROOT / "benchmarks" / "postgres_ratios.py"
+    without_langgraph = (
+        "import runpy, sys; sys.modules['langgraph'] = None; "  # importing it raises ImportError
+        f"sys.path.insert(0, {str(script.parent)!r}); sys.argv = sys.argv[1:]; "
+        "runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            without_langgraph,
+            str(script),
+            "--runs",
+            "4",
+            "--rounds",
+            "1",
+            "--no-processes",
+            "--postgres-dsn",
+            postgres_database_dsn,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert "skipped: LangGraph's AsyncPostgresSaver:" in out, out
+    for label in ("PostgreSQL@64 / PostgreSQL@1", "PostgreSQL@64 / MemoryStore@64"):
+        assert re.search(rf"^{re.escape(label)} +\d+\.\d\d +>= ", out, re.MULTILINE), out
+    assert re.search(r"^PostgreSQL@64 / LangGraph saver@64 +skipped$", out, re.MULTILINE), out
+    assert "round 1: load " in out

@@ -13,13 +13,15 @@ them in groups (docs/design/0005). Each group's batches are written to ``GROUPS`
 With ``--kill-in-group N`` the process SIGKILLs itself inside the ``N``-th group of two or more
 batches: every batch of it written in the open transaction, its ``COMMIT`` not yet run (SQLite:
 at the ``COMMIT`` statement, via the connection's trace; PostgreSQL: after its last batch's
-writes). Without it the process runs until the test kills it, or prints ``DONE``.
+call was queued, before the COMMIT). Without it the process runs until the test kills it, or
+prints ``DONE``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import os
 import signal
 import sqlite3
@@ -62,11 +64,16 @@ class GroupWatch:
         self.armed = False  # the current group is the one to die in
 
     def began(self, group: Sequence[Any]) -> None:
-        line = " ".join(f"{w.run_id}:{w.sequence}" for w in group)
-        os.write(self.fd, f"G {line}\n".encode())
-        if len(group) >= 2:
+        """Note the group (``K`` for the one to die in, ``G`` for any other)."""
+        # Counted among the batches after the runs' starts: groups commit at once on several
+        # connections, so the starts alone can make several groups of two or more.
+        if len(group) >= 2 and all(w.sequence > 0 for w in group):
             self.multi += 1
             self.armed = self.multi == self.kill_at
+        else:
+            self.armed = False
+        line = " ".join(f"{w.run_id}:{w.sequence}" for w in group)
+        os.write(self.fd, f"{'K' if self.armed else 'G'} {line}\n".encode())
 
     def die_if_armed(self) -> None:
         if self.armed:
@@ -91,28 +98,36 @@ def watch_sqlite(store: SQLiteStore, watch: GroupWatch) -> None:
 
 
 def watch_postgres(store: Any, watch: GroupWatch) -> None:
-    inner_group, inner_write = store._commit_group, store._write_batch
-    written = {"count": 0, "size": 0}
+    """Groups commit at once on several connections, each in its own task: what a group has
+    sent so far is kept in a context variable of that task."""
+    inner_group, inner_send = store._commit_group, store._send_batch
+    current: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar(
+        "group", default=None
+    )
 
     async def commit_group(pool: Any, group: list[Any]) -> list[BaseException | None]:
         watch.began(group)
-        written.update(count=0, size=len(group))
+        token = current.set({"count": 0, "size": len(group), "armed": int(watch.armed)})
+        watch.armed = False
         try:
             outcomes: list[BaseException | None] = await inner_group(pool, group)
             return outcomes
         finally:
-            watch.armed = False
-            written["size"] = 0
+            current.reset(token)
 
-    async def write_batch(conn: Any, *args: Any) -> None:
-        await inner_write(conn, *args)
-        if written["size"]:
-            written["count"] += 1
-            if written["count"] == written["size"]:  # the last batch: the COMMIT is next
-                watch.die_if_armed()
+    async def send_batch(conn: Any, *args: Any) -> Any:
+        # In a group the calls are queued in one pipeline, COMMIT last: killed after the last
+        # batch's call was queued, the COMMIT was never sent.
+        cursor = await inner_send(conn, *args)
+        state = current.get()
+        if state is not None:
+            state["count"] += 1
+            if state["count"] == state["size"] and state["armed"]:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return cursor
 
     store._commit_group = commit_group
-    store._write_batch = write_batch
+    store._send_batch = send_batch
 
 
 async def writer(

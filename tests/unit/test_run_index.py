@@ -224,21 +224,29 @@ def test_sqlite_writes_the_row_in_the_records_transaction(
 
 
 @pytest.mark.postgres
-def test_postgres_writes_the_row_in_the_records_transaction(
-    postgres_database_dsn: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import polyloop.stores._postgres as postgres_module
-
-    async def broken(*args: object) -> None:
-        raise RuntimeError("index write failed")
+def test_postgres_writes_the_row_in_the_records_transaction(postgres_database_dsn: str) -> None:
+    import psycopg
 
     async def go() -> tuple[int, list[Any]]:
         async with open_store(postgres_database_dsn) as store:  # type: ignore[attr-defined]
             await write(store, "r", run_batches("r", steps=1, reason=None))
-            monkeypatch.setattr(postgres_module, "index_batch", broken)
-            with pytest.raises(RuntimeError, match="index write failed"):
-                await store.append_many("r", [finished()], sequence=5)
-            monkeypatch.undo()
+            # The run's end refused where the index is written (the runs row's end columns):
+            # the records written in the same statement are rolled back with it.
+            async with await psycopg.AsyncConnection.connect(
+                postgres_database_dsn, autocommit=True
+            ) as admin:
+                await admin.execute(
+                    "CREATE FUNCTION refuse_end() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                    "IF NEW.finished_at IS NOT NULL THEN RAISE EXCEPTION 'index write failed'; "
+                    "END IF; RETURN NEW; END $$"
+                )
+                await admin.execute(
+                    "CREATE TRIGGER refuse_end BEFORE UPDATE ON polyloop_runs "
+                    "FOR EACH ROW EXECUTE FUNCTION refuse_end()"
+                )
+                with pytest.raises(psycopg.errors.RaiseException, match="index write failed"):
+                    await store.append_many("r", [finished()], sequence=5)
+                await admin.execute("DROP TRIGGER refuse_end ON polyloop_runs")
             rows = await store.query_runs(RunQuery())
             return len((await store.read_log("r")).records), rows
 
