@@ -283,6 +283,19 @@ class ParserSamples:
             raise ValueError("ParserSamples.golden_variations vary golden replies: give golden")
 
 
+def _messages(owner: str, value: object) -> tuple[Message, ...]:
+    """A conversation of at least one ``Message``, as a tuple, or the error naming ``owner``."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"{owner}.messages must be a sequence of polyloop Message, got {type(value).__name__}"
+        )
+    if not value:
+        raise ValueError(f"{owner}.messages must hold at least one Message")
+    for index, message in enumerate(value):
+        _require(owner, f"messages[{index}]", message, Message)
+    return tuple(value)
+
+
 @dataclass(frozen=True, slots=True)
 class GoldenRequest:
     """One call and the request it must send: ``complete(messages)`` on a client that
@@ -301,16 +314,7 @@ class GoldenRequest:
     client_factory: Callable[[str], Any] | None = None
 
     def __post_init__(self) -> None:
-        messages: object = self.messages
-        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-            raise TypeError(
-                "GoldenRequest.messages must be a sequence of polyloop Message, "
-                f"got {type(messages).__name__}"
-            )
-        if not self.messages:
-            raise ValueError("GoldenRequest.messages must hold at least one Message")
-        for index, message in enumerate(self.messages):
-            _require("GoldenRequest", f"messages[{index}]", message, Message)
+        object.__setattr__(self, "messages", _messages("GoldenRequest", self.messages))
         if not isinstance(self.body, Mapping):
             raise TypeError(
                 "GoldenRequest.body must be a mapping (the JSON request body), got "
@@ -318,7 +322,6 @@ class GoldenRequest:
             )
         if self.client_factory is not None and not callable(self.client_factory):
             raise TypeError("GoldenRequest.client_factory must be callable (base_url -> client)")
-        object.__setattr__(self, "messages", tuple(self.messages))
 
 
 def _golden_requests(value: object) -> tuple[GoldenRequest, ...]:
@@ -370,17 +373,7 @@ class ModelSamples:
     no_wire_format: bool = False
 
     def __post_init__(self) -> None:
-        messages: object = self.messages
-        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-            raise TypeError(
-                "ModelSamples.messages must be a sequence of polyloop Message, "
-                f"got {type(self.messages).__name__}"
-            )
-        if not self.messages:
-            raise ValueError("ModelSamples.messages must hold at least one Message")
-        for index, message in enumerate(self.messages):
-            _require("ModelSamples", f"messages[{index}]", message, Message)
-        object.__setattr__(self, "messages", tuple(self.messages))
+        object.__setattr__(self, "messages", _messages("ModelSamples", self.messages))
         _check_failure_bound(self.failing_client_factory, self.failure_bound_s)
         object.__setattr__(self, "golden_responses", _golden_responses(self.golden_responses))
         if self.golden_responses and self.failing_client_factory is None:
