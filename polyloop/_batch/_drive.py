@@ -19,7 +19,7 @@ from polyloop._base._shown import shown
 from polyloop._batch._outcome import Tally, TaskOutcome
 from polyloop._batch._tasks import RunSeams, SeamsFactory, Task, batch_run_id, seams_of
 from polyloop._loop._run import Drained, Driving, proceed, start
-from polyloop.errors import InvalidRunId
+from polyloop.errors import InvalidRunId, RunAlreadyExists
 from polyloop.ports import EventSink, Instrumentation, RunStore
 from polyloop.types import AgentDefinition, Event, RunLog, parameters_hash
 
@@ -156,10 +156,22 @@ async def drive_task(
     except Exception as exc:
         return tally.outcome(task.id, run_id, "failed", error=exception_text(exc))
     how = Driving(interruptible=True, time_limit_s=time_limit_s, draining=draining)
+    driven = (task, run_id, agent, run_seams, tally, store, batch, how, instrumentation)
     try:
-        await _drive(
-            task, run_id, verdict, agent, run_seams, tally, store, batch, how, instrumentation
-        )
+        try:
+            await _drive(verdict, *driven)
+        except RunAlreadyExists:
+            if not fresh:
+                raise
+            # Started since the vetting: a backend's retry of a task whose first attempt died
+            # (Ray), or another process. The fence refused the start before any seam was
+            # called; the run is judged on its log now, as any driven task is.
+            verdict = await _judged_again(task, run_id, agent, tally, store, batch)
+            if verdict.action == "skip":
+                return tally.outcome(task.id, run_id, "skipped")
+            if verdict.action == "refuse":
+                return tally.outcome(task.id, run_id, "refused", error=verdict.reason)
+            await _drive(verdict, *driven)
     except Drained:  # stopped before a new side effect: unfinished, nothing in doubt
         return tally.outcome(task.id, run_id, "interrupted")
     except Exception as exc:
@@ -169,10 +181,22 @@ async def drive_task(
     return tally.outcome(task.id, run_id, "resumed" if verdict.action == "resume" else "started")
 
 
+async def _judged_again(
+    task: Task, run_id: str, agent: AgentDefinition, tally: Tally, store: RunStore, batch: str
+) -> Verdict:
+    """The verdict on the run's log as it is now; a start again would be refused again."""
+    log = await store.read_log(run_id)
+    tally.add(log.records)
+    verdict = judge(task, batch, agent, log)
+    if verdict.action == "start":  # the fence refused it, yet the log reads empty
+        raise RunAlreadyExists(f"run {run_id} exists, yet its log reads empty")
+    return verdict
+
+
 async def _drive(
+    verdict: Verdict,
     task: Task,
     run_id: str,
-    verdict: Verdict,
     agent: AgentDefinition,
     run_seams: RunSeams,
     tally: Tally,
