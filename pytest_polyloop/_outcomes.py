@@ -148,14 +148,15 @@ def group_violation(error: BaseException) -> str | None:
         leaf = leaf.__cause__
     notes = [*getattr(leaf, "__notes__", ()), *getattr(error, "__notes__", ())]
     examples = [note for note in notes if str(note).lstrip().startswith(_EXAMPLE_MARKERS)]
-    said = str(error).splitlines()[0] if str(error) else ""
+    # A group's text is never empty (it ends "(1 sub-exception)"); its first line may be.
+    said = str(error).splitlines()[0]
     # "Hypothesis test_x(<every argument>) produces unreliable results: …": the arguments are
     # the falsifying example again, as one line; the sentence is what the group adds.
     said = said[said.rindex(" produces ") + 1 :] if " produces " in said else said[:_SHORT]
     parts = [
         exception_text(leaf, limit=_WHOLE_LIMIT),
         *(str(example)[:_DETAIL_LIMIT] for example in dict.fromkeys(examples)),
-        f"(Hypothesis, {type(error).__name__}: the test {said})".replace(" the test )", ")"),
+        f"(Hypothesis, {type(error).__name__}" + (f": the test {said})" if said else ")"),
     ]
     return "\n".join(parts)
 

@@ -223,3 +223,41 @@ def test_a_held_promise_names_no_search() -> None:
     entry = _entry(Judgement(outcome="held", duration_s=1.0, search={"search": "seeded"}))
     assert "search" not in entry
     assert entry["detail"] is None
+
+
+def test_an_example_noted_on_the_group_alone_is_shown() -> None:
+    group = _flaky(AssertionError("m"), "s", "Falsifying example: test_x(a=1)")
+    assert group_violation(group) == (
+        "AssertionError: m\nFalsifying example: test_x(a=1)\n"
+        "(Hypothesis, _Flaky: the test s (1 sub-exception))"
+    )
+
+
+def test_the_sentence_is_what_follows_the_last_produces() -> None:
+    said = "Hypothesis test_x(a='it produces x') produces unreliable results: flaky"
+    text = group_violation(_flaky(AssertionError("m"), said))
+    assert text == (
+        "AssertionError: m\n(Hypothesis, _Flaky: the test produces unreliable results: flaky "
+        "(1 sub-exception))"
+    )
+
+
+def test_a_group_whose_message_starts_with_a_new_line_says_its_first_line() -> None:
+    text = group_violation(_flaky(AssertionError("m"), "\nsecond"))
+    assert text == "AssertionError: m\n(Hypothesis, _Flaky)"
+
+
+def test_a_pending_violation_names_its_search_too() -> None:
+    from pytest_polyloop._report import Baseline
+
+    baseline = Baseline(outcomes={("i", "s.p"): "pending"}, catalogue=frozenset({("s", "s.p")}))
+    judgement = Judgement(
+        outcome="violated", duration_s=1.0, detail="boom", search={"search": "seeded"}
+    )
+    entry = _promise_entry("s.p", "t.py::T::test_p", judgement, "P.", baseline, ("s", "i"))
+    assert entry["outcome"] == "pending"
+    assert entry["search"] == "seeded"
+    assert entry["detail"].endswith(
+        "(found by the default seeded search: the same examples are drawn on every run of this "
+        "code, so rerunning the same command replays it)"
+    )
