@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from polyloop._base._exception_text import exception_text
 from polyloop._base._shown import shown
-from polyloop._batch._outcome import Tally, TaskOutcome
+from polyloop._batch._outcome import Tally, TaskOutcome, What
 from polyloop._batch._tasks import RunSeams, SeamsFactory, Task, batch_run_id, seams_of
 from polyloop._loop._run import Drained, Driving, proceed, start
 from polyloop.errors import InvalidRunId, RunAlreadyExists
@@ -158,27 +158,42 @@ async def drive_task(
     how = Driving(interruptible=True, time_limit_s=time_limit_s, draining=draining)
     driven = (task, run_id, agent, run_seams, tally, store, batch, how, instrumentation)
     try:
-        try:
-            await _drive(verdict, *driven)
-        except RunAlreadyExists:
-            if not fresh:
-                raise
-            # Started since the vetting: a backend's retry of a task whose first attempt died
-            # (Ray), or another process. The fence refused the start before any seam was
-            # called; the run is judged on its log now, as any driven task is.
-            verdict = await _judged_again(task, run_id, agent, tally, store, batch)
-            if verdict.action == "skip":
-                return tally.outcome(task.id, run_id, "skipped")
-            if verdict.action == "refuse":
-                return tally.outcome(task.id, run_id, "refused", error=verdict.reason)
-            await _drive(verdict, *driven)
+        verdict = await _driven(verdict, fresh, driven)
     except Drained:  # stopped before a new side effect: unfinished, nothing in doubt
         return tally.outcome(task.id, run_id, "interrupted")
     except Exception as exc:
         return tally.outcome(task.id, run_id, "failed", error=exception_text(exc))
     finally:
         await _close(run_seams.executor)
-    return tally.outcome(task.id, run_id, "resumed" if verdict.action == "resume" else "started")
+    return tally.outcome(task.id, run_id, _DRIVEN[verdict.action], error=verdict.reason)
+
+
+_DRIVEN: dict[str, What] = {
+    "start": "started",
+    "resume": "resumed",
+    "skip": "skipped",
+    "refuse": "refused",
+}
+
+
+async def _driven(verdict: Verdict, fresh: bool, driven: tuple[Any, ...]) -> Verdict:
+    """Drive the run as ``verdict`` says; the verdict it was driven by in the end.
+
+    A ``fresh`` start the fence refuses was started since the vetting — a backend's retry of a
+    task whose first attempt died (Ray), or another process — before any seam was called: the
+    run is judged again on its log, as any driven task is, and resumed, skipped or refused.
+    """
+    try:
+        await _drive(verdict, *driven)
+        return verdict
+    except RunAlreadyExists:
+        if not fresh:
+            raise
+    task, run_id, agent, _, tally, store, batch, _, _ = driven
+    again = await _judged_again(task, run_id, agent, tally, store, batch)
+    if again.action == "resume":
+        await _drive(again, *driven)
+    return again
 
 
 async def _judged_again(
